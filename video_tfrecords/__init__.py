@@ -1,0 +1,19 @@
+"""video_tfrecords: video datasets as JPEG frames in TFRecords, decoded clip by clip.
+
+Importing the package registers the `video_tfrecords` TFDS builder. The clip
+sampler is loaded on first use, so that build worker processes, which import
+this package, never pay for importing TensorFlow.
+"""
+
+from video_tfrecords.config import VideoConfig
+from video_tfrecords.video_tfrecords_dataset_builder import Builder
+
+__all__ = ["Builder", "ClipDecoder", "VideoConfig"]
+
+
+def __getattr__(name):
+    if name in ("ClipDecoder",):
+        from video_tfrecords import sampling
+
+        return getattr(sampling, name)
+    raise AttributeError(f"module 'video_tfrecords' has no attribute {name!r}")

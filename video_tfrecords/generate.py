@@ -1,0 +1,135 @@
+"""Turns manifest entries into TFDS examples, or into records of why not.
+
+One entry becomes one example (or several, for long videos cut into segments),
+or a skip record `{split, path, reason}`: nothing is dropped without a trace.
+This module is what build worker processes and Beam workers run; like
+`video_io` it does not import TensorFlow.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import multiprocessing
+import os
+from collections.abc import Iterable, Iterator
+
+from video_tfrecords import manifest, video_io
+
+# Protobuf refuses messages over 2 GiB; stay well clear of it.
+MAX_EXAMPLE_BYTES = 1 << 30
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """Everything a worker needs to turn one manifest entry into examples."""
+
+    split: str
+    entry: manifest.Entry
+    label: int
+    video_path: str  # resolved, for OpenCV
+    options: video_io.EncodeOptions
+    segment_frames: int | None = None
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What one task produced: examples, or a skip record; maybe a note."""
+
+    task: Task
+    examples: list[tuple[str, dict]] = dataclasses.field(default_factory=list)
+    skipped: dict | None = None  # {split, path, reason}
+    note: dict | None = None  # kept, but worth knowing (e.g. truncated)
+
+
+def segment_bounds(num_frames: int, segment_frames: int | None) -> list[tuple[int, int]]:
+    """[start, end) frame ranges of the examples a video is stored as."""
+    step = segment_frames or num_frames
+    return [(start, min(start + step, num_frames)) for start in range(0, num_frames, step)]
+
+
+def to_examples(task: Task, video: video_io.EncodedVideo) -> list[tuple[str, dict]]:
+    """The (key, example) pairs that store `video`, one per segment."""
+    examples = []
+    for segment, (start, end) in enumerate(segment_bounds(len(video.frames), task.segment_frames)):
+        frames = video.frames[start:end]
+        size = sum(map(len, frames))
+        if size > MAX_EXAMPLE_BYTES:
+            raise video_io.VideoError(
+                f"an example would hold {size / 2**30:.2f} GiB of JPEG frames, over the "
+                f"{MAX_EXAMPLE_BYTES / 2**30:.0f} GiB limit (protobuf's hard limit is 2 GiB): "
+                "set segment_frames to store it as several examples"
+            )
+        example = {
+            "video": frames,
+            "label": task.label,
+            "filename": task.entry.path,
+            "fps": video.fps,
+            "source_height": video.source_height,
+            "source_width": video.source_width,
+            "source_num_frames": video.source_num_frames,
+            "segment": segment,
+            "start_frame": start,
+        }
+        examples.append((f"{task.entry.path}#{segment}", example))
+    return examples
+
+
+def run(task: Task) -> Outcome:
+    """Encodes one video; a bad video becomes a skip record instead of an error."""
+    try:
+        video = video_io.encode_video(task.video_path, task.options)
+        outcome = Outcome(task, examples=to_examples(task, video))
+    except (video_io.VideoError, OSError) as e:
+        return Outcome(task, skipped=skip_record(task, str(e)))
+    if video.truncated:
+        outcome.note = skip_record(
+            task,
+            f"truncated: kept the {video.source_num_frames} frames that decode; "
+            f"the container claims {video.reported_num_frames}",
+        )
+    return outcome
+
+
+def skip_record(task: Task, reason: str) -> dict:
+    return {"split": task.split, "path": task.entry.path, "reason": reason}
+
+
+class Workers:
+    """Processes that run tasks for every split of one build, in manifest order.
+
+    Spawned, never forked (the parent may be running TensorFlow's threads).
+    Started once per build and on first use: a spawned process re-imports the
+    parent's main script, which for `tfds build` means TensorFlow, seconds each.
+    At most two videos per worker are in flight, so memory stays bounded
+    whatever the manifest's length.
+    """
+
+    def __init__(self, num_workers: int = 0):
+        self.num_workers = num_workers or os.cpu_count() or 1
+        self._pool = None
+
+    def run_all(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
+        if self.num_workers == 1:
+            yield from map(run, tasks)
+            return
+        if self._pool is None:
+            self._pool = multiprocessing.get_context("spawn").Pool(self.num_workers)
+        in_flight = collections.deque()
+        for task in tasks:
+            in_flight.append(self._pool.apply_async(run, (task,)))
+            if len(in_flight) >= 2 * self.num_workers:
+                yield in_flight.popleft().get()
+        while in_flight:
+            yield in_flight.popleft().get()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool = None
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()

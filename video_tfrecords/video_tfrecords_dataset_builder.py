@@ -1,0 +1,120 @@
+"""video_tfrecords: your videos as JPEG frames in TFRecords, for fast clip sampling."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow_datasets as tfds
+from absl import logging
+from etils import epath
+
+from video_tfrecords import config as config_lib
+from video_tfrecords import generate, manifest
+
+MANUAL_INSTRUCTIONS = """\
+Put into the manual dir (`--manual_dir=DIR`) one manifest per split you want:
+  train.txt            -> split "train"
+  val.txt              -> split "validation" (validation.txt is accepted too)
+  test.txt             -> split "test"
+Each line is `{video path} {label}`, e.g. `videos/54838.mp4 1951` or
+`clips/rock climbing 01.mp4 abseiling`. The path is relative to the manual dir
+or absolute and may contain spaces (the label is the last field). Labels are
+class names or integer class ids. Blank lines and lines starting with # are
+ignored. Optionally add labels.txt: one class name per line, line i = id i.
+"""
+
+
+class VideoBuildError(RuntimeError):
+    """A bad video stopped a strict build; the message names it."""
+
+
+class Builder(tfds.core.GeneratorBasedBuilder):
+    """Stores each video of your manifests as a sequence of JPEG frames."""
+
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = {"1.0.0": "Initial release."}
+    BUILDER_CONFIGS = [config_lib.DEFAULT, config_lib.NATIVE]
+    MANUAL_DOWNLOAD_INSTRUCTIONS = MANUAL_INSTRUCTIONS
+
+    def _info(self) -> tfds.core.DatasetInfo:
+        size = self.builder_config.size
+        frame_shape = (None, *size, 3) if size else (None, None, None, 3)
+        return self.dataset_info_from_configs(
+            features=tfds.features.FeaturesDict(
+                {
+                    "video": tfds.features.Video(frame_shape, encoding_format="jpeg"),
+                    "label": tfds.features.ClassLabel(),
+                    "filename": tfds.features.Text(),
+                    "fps": tfds.features.Scalar(np.float32, doc="Frame rate of the stored frames."),
+                    "source_height": tfds.features.Scalar(np.int32),
+                    "source_width": tfds.features.Scalar(np.int32),
+                    "source_num_frames": tfds.features.Scalar(
+                        np.int32, doc="Frames of the source video, counted by decoding."
+                    ),
+                    "segment": tfds.features.Scalar(
+                        np.int32, doc="Which part of the video (0 unless segment_frames)."
+                    ),
+                    "start_frame": tfds.features.Scalar(
+                        np.int32, doc="Index of the first stored frame within the video."
+                    ),
+                }
+            ),
+            supervised_keys=("video", "label"),
+            metadata=tfds.core.MetadataDict(),
+        )
+
+    def _download_and_prepare(self, dl_manager, download_config):
+        with generate.Workers(self.builder_config.num_workers) as self._workers:
+            return super()._download_and_prepare(dl_manager, download_config)
+
+    def _split_generators(self, dl_manager: tfds.download.DownloadManager):
+        manual_dir = epath.Path(dl_manager.manual_dir)
+        try:
+            dataset = manifest.read_dataset(manual_dir)
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"{e}\n\n{MANUAL_INSTRUCTIONS}") from None
+        self.info.features["label"].names = dataset.class_names
+        self.info.metadata["skipped"] = []
+        self.info.metadata["notes"] = []
+        return {
+            split: self._generate_examples(split, manual_dir, dataset) for split in dataset.splits
+        }
+
+    def _generate_examples(self, split: str, manual_dir: epath.Path, dataset: manifest.Dataset):
+        config = self.builder_config
+        tasks = (
+            generate.Task(
+                split=split,
+                entry=entry,
+                label=dataset.label_id(entry),
+                video_path=str(manifest.resolve(manual_dir, entry.path)),
+                options=config.encode_options(),
+                segment_frames=config.segment_frames,
+            )
+            for entry in dataset.splits[split]
+        )
+        written = skipped = 0
+        for outcome in self._workers.run_all(tasks):
+            where = f"{outcome.task.entry.where}: {outcome.task.entry.path}"
+            if outcome.skipped:
+                reason = outcome.skipped["reason"]
+                if config.strict:
+                    raise VideoBuildError(f"{where}: {reason} (strict build stops here)")
+                logging.warning("Skipping %s: %s", where, reason)
+                self.info.metadata["skipped"].append(outcome.skipped)
+                skipped += 1
+                continue
+            if outcome.note:
+                logging.warning("Keeping %s: %s", where, outcome.note["reason"])
+                self.info.metadata["notes"].append(outcome.note)
+            written += 1
+            yield from outcome.examples
+        logging.info(
+            "Split %s: %d videos written, %d skipped (see info.metadata['skipped']).",
+            split,
+            written,
+            skipped,
+        )
+
+    def _should_cache_ds(self, split, shuffle_files, read_config) -> bool:
+        """Never auto-cache: it would freeze random clips to the first epoch's."""
+        return False
