@@ -1,0 +1,171 @@
+"""Builds through the Python API: labels, configs, segments, skip records, strict mode."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from conftest import opencv_frames, psnr
+from video_tfrecords import VideoConfig, synthetic
+from video_tfrecords.video_tfrecords_dataset_builder import VideoBuildError
+
+
+def build(manual_dir, data_dir, **config):
+    config.setdefault("num_workers", 1)
+    builder = tfds.builder(
+        "video_tfrecords", data_dir=str(data_dir), config=VideoConfig(name="test", **config)
+    )
+    builder.download_and_prepare(
+        download_config=tfds.download.DownloadConfig(manual_dir=str(manual_dir))
+    )
+    return builder
+
+
+def examples(builder, split):
+    return sorted(tfds.as_numpy(builder.as_dataset(split)), key=lambda e: e["filename"])
+
+
+@pytest.fixture
+def manual_dir(tmp_path):
+    folder = tmp_path / "manual"
+    for i, (frames, height, width) in enumerate([(9, 48, 64), (5, 96, 64), (1, 32, 32)]):
+        synthetic.write_video(
+            str(folder / f"v{i}.mp4"), synthetic.moving_frames(frames, height, width, i)
+        )
+    (folder / "train.txt").write_text("v0.mp4 walking\nv1.mp4 running\n")
+    (folder / "test.txt").write_text("v2.mp4 walking\n")
+    return folder
+
+
+def test_build_stores_every_frame_with_labels_and_metadata(manual_dir, tmp_path):
+    builder = build(manual_dir, tmp_path / "data", short_side=None)
+    assert builder.info.features["label"].names == ["running", "walking"]
+    assert builder.info.splits["train"].num_examples == 2
+    v0, v1 = examples(builder, "train")
+    assert v0["filename"] == b"v0.mp4" and v0["label"] == 1 and v1["label"] == 0
+    assert v0["video"].shape == (9, 48, 64, 3) and v1["video"].shape == (5, 96, 64, 3)
+    assert (v1["source_height"], v1["source_width"], v1["source_num_frames"]) == (96, 64, 5)
+    assert v0["fps"] == pytest.approx(25.0)
+    source = opencv_frames(manual_dir / "v0.mp4")
+    assert min(psnr(a, b) for a, b in zip(source, v0["video"])) >= 30
+    (one_frame,) = examples(builder, "test")
+    assert one_frame["video"].shape == (1, 32, 32, 3)
+    assert builder.info.metadata["skipped"] == []
+
+
+def test_short_side_and_frame_selection_configs(manual_dir, tmp_path):
+    builder = build(manual_dir, tmp_path / "data", short_side=32, max_frames=4)
+    v0, v1 = examples(builder, "train")
+    assert v0["video"].shape == (4, 32, 43, 3)  # 64 * 32 / 48 = 42.7
+    assert v1["video"].shape == (4, 48, 32, 3)
+    assert v0["source_num_frames"] == 9
+
+
+def test_fixed_size_gives_a_static_frame_shape(manual_dir, tmp_path):
+    builder = build(manual_dir, tmp_path / "data", size=(24, 40))
+    assert builder.info.features["video"].shape == (None, 24, 40, 3)
+    assert all(e["video"].shape[1:] == (24, 40, 3) for e in examples(builder, "train"))
+
+
+def test_segments_split_long_videos(manual_dir, tmp_path):
+    builder = build(manual_dir, tmp_path / "data", short_side=None, segment_frames=4)
+    v0 = [e for e in examples(builder, "train") if e["filename"] == b"v0.mp4"]
+    v0.sort(key=lambda e: e["segment"])
+    assert [(e["segment"], e["start_frame"], len(e["video"])) for e in v0] == [
+        (0, 0, 4),
+        (1, 4, 4),
+        (2, 8, 1),
+    ]
+    whole = np.concatenate([e["video"] for e in v0])
+    assert min(psnr(a, b) for a, b in zip(opencv_frames(manual_dir / "v0.mp4"), whole)) >= 30
+
+
+def test_parallel_workers_write_the_same_examples(manual_dir, tmp_path):
+    one = examples(build(manual_dir, tmp_path / "one", num_workers=1), "train")
+    two = examples(build(manual_dir, tmp_path / "two", num_workers=2), "train")
+    assert [e["filename"] for e in one] == [e["filename"] for e in two]
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a["video"], b["video"])
+        assert a["label"] == b["label"]
+
+
+def make_bad_files(folder):
+    """A corpus of broken inputs, each with the reason the build must give."""
+    good = (folder / "v0.mp4").read_bytes()
+    (folder / "random.mp4").write_bytes(np.random.default_rng(0).bytes(5000))
+    (folder / "empty.mp4").write_bytes(b"")
+    (folder / "text.mp4").write_text("this is not a video\n" * 20)
+    (folder / "truncated.mp4").write_bytes(good[: len(good) // 3])
+    return {
+        "random.mp4": "cannot open",
+        "empty.mp4": "empty file",
+        "missing.mp4": "file not found",
+        "text.mp4": "cannot open",
+        "truncated.mp4": "cannot open",
+    }
+
+
+def test_bad_videos_are_skipped_and_recorded(manual_dir, tmp_path):
+    bad = make_bad_files(manual_dir)
+    lines = ["v0.mp4 walking", *(f"{name} walking" for name in bad), "v1.mp4 running"]
+    (manual_dir / "train.txt").write_text("\n".join(lines) + "\n")
+    build(manual_dir, tmp_path / "data")
+    # Reload from disk, as a user would: the skip record is stored with the dataset.
+    builder = tfds.builder("video_tfrecords/test", data_dir=str(tmp_path / "data"))
+    skipped = builder.info.metadata["skipped"]
+    assert {s["path"] for s in skipped} == set(bad)
+    for record in skipped:
+        assert record["split"] == "train"
+        assert bad[record["path"]] in record["reason"], record
+    written = builder.info.splits["train"].num_examples
+    assert written + len(skipped) == len(lines)
+    assert [e["filename"] for e in examples(builder, "train")] == [b"v0.mp4", b"v1.mp4"]
+
+
+def test_strict_build_stops_at_the_first_bad_video(manual_dir, tmp_path):
+    make_bad_files(manual_dir)
+    (manual_dir / "train.txt").write_text("v0.mp4 a\nempty.mp4 a\nrandom.mp4 b\n")
+    with pytest.raises(VideoBuildError, match=r"train.txt:2: empty.mp4: empty file"):
+        build(manual_dir, tmp_path / "data", strict=True)
+
+
+def test_line_without_label_fails_with_file_and_line(manual_dir, tmp_path):
+    (manual_dir / "train.txt").write_text("v0.mp4 walking\n\nv1.mp4\n")
+    with pytest.raises(ValueError, match=r"train.txt:3: .*no label"):
+        build(manual_dir, tmp_path / "data")
+
+
+def test_missing_manual_dir_gives_the_instructions(tmp_path):
+    with pytest.raises(AssertionError, match="train.txt"):
+        build(tmp_path / "nowhere", tmp_path / "data")
+
+
+def test_manual_dir_without_manifests_gives_the_instructions(tmp_path):
+    (tmp_path / "manual").mkdir()
+    (tmp_path / "manual" / "readme").write_text("x")
+    with pytest.raises(FileNotFoundError, match=r"no manifest found[\s\S]*labels.txt"):
+        build(tmp_path / "manual", tmp_path / "data")
+
+
+def test_absolute_paths_symlinks_and_non_ascii_names(manual_dir, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(manual_dir / "v0.mp4", elsewhere / "vidéo à côté 0.mp4")
+    (manual_dir / "link.mp4").symlink_to(manual_dir / "v1.mp4")
+    (manual_dir / "train.txt").write_text(
+        f"{elsewhere / 'vidéo à côté 0.mp4'} walking\nlink.mp4 running\n", encoding="utf-8"
+    )
+    builder = build(manual_dir, tmp_path / "data", short_side=None)
+    stored = {e["filename"].decode(): e["video"].shape for e in examples(builder, "train")}
+    assert stored == {str(elsewhere / "vidéo à côté 0.mp4"): (9, 48, 64, 3), "link.mp4": (5, 96, 64, 3)}
+
+
+def test_config_from_json_like_the_cli():
+    config = VideoConfig(**json.loads('{"name": "x", "size": [112, 112], "fps": 10}'))
+    assert config.size == (112, 112) and config.fps == 10
+    with pytest.raises(ValueError, match="jpeg_quality must be in 1..100"):
+        VideoConfig(name="bad", jpeg_quality=0)
+    with pytest.raises(ValueError, match="choose one of fps and num_frames"):
+        VideoConfig(name="bad", fps=5, num_frames=16)

@@ -1,0 +1,21 @@
+"""TFDS's own catalog test of the builder, on the committed dummy_data/."""
+
+import pathlib
+
+import tensorflow_datasets as tfds
+
+import video_tfrecords
+
+DUMMY_DATA = pathlib.Path(__file__).parent.parent / "dummy_data"
+
+
+class VideoTfrecordsTest(tfds.testing.DatasetBuilderTestCase):
+    DATASET_CLASS = video_tfrecords.Builder
+    EXAMPLE_DIR = str(DUMMY_DATA)
+    SPLITS = {"train": 3, "validation": 2, "test": 1}
+    BUILDER_CONFIG_NAMES_TO_TEST = ["default", "native"]
+    SKIP_CHECKSUMS = True
+
+
+if __name__ == "__main__":
+    tfds.testing.test_main()
