@@ -39,3 +39,10 @@ def make_video(tmp_path):
         return synthetic.write_video(str(path), frames, fps=fps, codec=codec)
 
     return make
+
+
+def pytest_collection_modifyitems(config, items):
+    """Drops TensorFlow's `TestCase.test_session`: a context manager, not a test."""
+    kept = [item for item in items if item.name != "test_session"]
+    config.hook.pytest_deselected(items=[item for item in items if item.name == "test_session"])
+    items[:] = kept
