@@ -131,6 +131,13 @@ def test_strict_build_stops_at_the_first_bad_video(manual_dir, tmp_path):
         build(manual_dir, tmp_path / "data", strict=True)
 
 
+def test_a_split_where_every_video_is_bad_fails_saying_so(manual_dir, tmp_path):
+    make_bad_files(manual_dir)
+    (manual_dir / "train.txt").write_text("empty.mp4 a\nmissing.mp4 b\n")
+    with pytest.raises(VideoBuildError, match=r"none of the 2 videos of split train.*empty file"):
+        build(manual_dir, tmp_path / "data")
+
+
 def test_line_without_label_fails_with_file_and_line(manual_dir, tmp_path):
     (manual_dir / "train.txt").write_text("v0.mp4 walking\n\nv1.mp4\n")
     with pytest.raises(ValueError, match=r"train.txt:3: .*no label"):
@@ -159,7 +166,10 @@ def test_absolute_paths_symlinks_and_non_ascii_names(manual_dir, tmp_path):
     )
     builder = build(manual_dir, tmp_path / "data", short_side=None)
     stored = {e["filename"].decode(): e["video"].shape for e in examples(builder, "train")}
-    assert stored == {str(elsewhere / "vidéo à côté 0.mp4"): (9, 48, 64, 3), "link.mp4": (5, 96, 64, 3)}
+    assert stored == {
+        str(elsewhere / "vidéo à côté 0.mp4"): (9, 48, 64, 3),
+        "link.mp4": (5, 96, 64, 3),
+    }
 
 
 def test_config_from_json_like_the_cli():
@@ -169,3 +179,30 @@ def test_config_from_json_like_the_cli():
         VideoConfig(name="bad", jpeg_quality=0)
     with pytest.raises(ValueError, match="choose one of fps and num_frames"):
         VideoConfig(name="bad", fps=5, num_frames=16)
+
+
+def test_truncated_video_is_kept_and_noted(manual_dir, tmp_path):
+    synthetic.write_video(
+        str(manual_dir / "whole.avi"), synthetic.moving_frames(30, 48, 64), codec="MJPG"
+    )
+    data = (manual_dir / "whole.avi").read_bytes()
+    (manual_dir / "half.avi").write_bytes(data[: len(data) // 2])
+    (manual_dir / "train.txt").write_text("half.avi walking\nv0.mp4 walking\n")
+    builder = build(manual_dir, tmp_path / "data")
+    assert builder.info.splits["train"].num_examples == 2
+    (note,) = builder.info.metadata["notes"]
+    assert note["path"] == "half.avi" and "truncated" in note["reason"]
+    assert builder.info.metadata["skipped"] == []
+
+
+def test_examples_too_big_for_protobuf_are_refused_clearly(manual_dir, tmp_path, monkeypatch):
+    from video_tfrecords import generate
+
+    monkeypatch.setattr(generate, "MAX_EXAMPLE_BYTES", 2000)  # stands in for 1 GiB
+    (manual_dir / "train.txt").write_text("v0.mp4 walking\nv2.mp4 walking\n")
+    builder = build(manual_dir, tmp_path / "data", short_side=None)
+    reasons = {s["path"]: s["reason"] for s in builder.info.metadata["skipped"]}
+    assert list(reasons) == ["v0.mp4"] and "set segment_frames" in reasons["v0.mp4"]
+    assert "over the 2.0 KB limit" in reasons["v0.mp4"]
+    builder = build(manual_dir, tmp_path / "data2", short_side=None, segment_frames=1)
+    assert builder.info.metadata["skipped"] == []

@@ -5,14 +5,19 @@ import numpy as np
 import pytest
 
 from conftest import opencv_frames, psnr
-from video_tfrecords import video_io
+from video_tfrecords import synthetic, video_io
 from video_tfrecords.video_io import EncodeOptions
 
 NATIVE = EncodeOptions(short_side=None)
 
 
 def decode(jpegs):
-    return np.stack([cv2.cvtColor(cv2.imdecode(np.frombuffer(j, np.uint8), 1), cv2.COLOR_BGR2RGB) for j in jpegs])
+    return np.stack(
+        [
+            cv2.cvtColor(cv2.imdecode(np.frombuffer(j, np.uint8), 1), cv2.COLOR_BGR2RGB)
+            for j in jpegs
+        ]
+    )
 
 
 def test_native_frames_decode_back_within_jpeg_error(make_video):
@@ -148,3 +153,31 @@ def test_bad_files_raise_video_error_saying_why(tmp_path, content, reason):
         path.write_bytes(content)
     with pytest.raises(video_io.VideoError, match=reason):
         video_io.encode_video(str(path), NATIVE)
+
+
+def test_variable_frame_rate_video_is_subsampled_by_timestamps(tmp_path):
+    # 10 frames 10 ms apart, then 10 frames 100 ms apart.
+    times = [i * 10 for i in range(10)] + [100 + i * 100 for i in range(10)]
+    path = synthetic.write_video(
+        str(tmp_path / "vfr.mp4"), synthetic.moving_frames(20, 48, 64), timestamps_ms=times
+    )
+    video = video_io.encode_video(path, EncodeOptions(short_side=None, fps=10))
+    source = opencv_frames(path)
+    kept = [0, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]  # frames at 0, 100, 200, ... 1000 ms
+    assert len(video.frames) == len(kept)
+    for stored_frame, index in zip(decode(video.frames), kept):
+        assert psnr(stored_frame, source[index]) >= 30
+
+
+def test_truncated_video_keeps_the_frames_that_decode(tmp_path):
+    path = synthetic.write_video(
+        str(tmp_path / "whole.avi"), synthetic.moving_frames(30, 48, 64), codec="MJPG"
+    )
+    data = (tmp_path / "whole.avi").read_bytes()
+    (tmp_path / "half.avi").write_bytes(data[: len(data) // 2])
+    video = video_io.encode_video(str(tmp_path / "half.avi"), NATIVE)
+    assert 0 < len(video.frames) < 30
+    assert video.source_num_frames == len(video.frames)  # counted by decoding ...
+    assert video.reported_num_frames == 30  # ... while the header still claims 30
+    assert video.truncated
+    assert not video_io.encode_video(path, NATIVE).truncated

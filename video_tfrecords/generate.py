@@ -48,6 +48,13 @@ def segment_bounds(num_frames: int, segment_frames: int | None) -> list[tuple[in
     return [(start, min(start + step, num_frames)) for start in range(0, num_frames, step)]
 
 
+def human_bytes(size: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.1f} {unit}" if unit != "B" else f"{size:.0f} B"
+        size /= 1024
+
+
 def to_examples(task: Task, video: video_io.EncodedVideo) -> list[tuple[str, dict]]:
     """The (key, example) pairs that store `video`, one per segment."""
     examples = []
@@ -56,8 +63,8 @@ def to_examples(task: Task, video: video_io.EncodedVideo) -> list[tuple[str, dic
         size = sum(map(len, frames))
         if size > MAX_EXAMPLE_BYTES:
             raise video_io.VideoError(
-                f"an example would hold {size / 2**30:.2f} GiB of JPEG frames, over the "
-                f"{MAX_EXAMPLE_BYTES / 2**30:.0f} GiB limit (protobuf's hard limit is 2 GiB): "
+                f"an example would hold {human_bytes(size)} of JPEG frames, over the "
+                f"{human_bytes(MAX_EXAMPLE_BYTES)} limit (protobuf's hard limit is 2 GiB): "
                 "set segment_frames to store it as several examples"
             )
         example = {

@@ -7,6 +7,7 @@ and benchmark dependency only, imported on use.
 
 from __future__ import annotations
 
+import fractions
 import os
 
 import cv2
@@ -39,8 +40,17 @@ def moving_frames(num_frames: int, height: int, width: int, seed: int = 0) -> np
     return frames
 
 
-def write_video(path: str, frames_rgb: np.ndarray, fps: float = 25.0, codec: str = "h264") -> str:
-    """Writes RGB frames to `path`: codec "h264" (PyAV) or an OpenCV fourcc ("mp4v", "MJPG")."""
+def write_video(
+    path: str,
+    frames_rgb: np.ndarray,
+    fps: float = 25.0,
+    codec: str = "h264",
+    timestamps_ms: list[int] | None = None,
+) -> str:
+    """Writes RGB frames to `path`: codec "h264" (PyAV) or an OpenCV fourcc ("mp4v", "MJPG").
+
+    `timestamps_ms` (h264 only) gives each frame its own time: a variable frame rate.
+    """
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     height, width = frames_rgb.shape[1:3]
     if codec == "h264":
@@ -51,8 +61,14 @@ def write_video(path: str, frames_rgb: np.ndarray, fps: float = 25.0, codec: str
             stream.width, stream.height = width, height
             stream.pix_fmt = "yuv420p"
             stream.options = {"crf": "18", "preset": "veryfast"}
-            for frame in frames_rgb:
-                container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+            if timestamps_ms is not None:
+                stream.codec_context.time_base = fractions.Fraction(1, 1000)
+            for index, frame in enumerate(frames_rgb):
+                picture = av.VideoFrame.from_ndarray(frame, format="rgb24")
+                if timestamps_ms is not None:
+                    picture.pts = timestamps_ms[index]
+                    picture.time_base = fractions.Fraction(1, 1000)
+                container.mux(stream.encode(picture))
             container.mux(stream.encode())
         return path
     writer = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*codec), fps, (width, height))

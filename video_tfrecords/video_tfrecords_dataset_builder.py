@@ -108,8 +108,15 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                 self.info.metadata["notes"].append(outcome.note)
             written += 1
             yield from outcome.examples
-        logging.info(
-            "Split %s: %d videos written, %d skipped (see info.metadata['skipped']).",
+        if not written:
+            reasons = "; ".join(
+                f"{s['path']}: {s['reason']}" for s in self.info.metadata["skipped"][-skipped:][:5]
+            )
+            raise VideoBuildError(
+                f"none of the {skipped} videos of split {split} could be read: {reasons}"
+            )
+        logging.warning(
+            "Split %s: %d videos written, %d skipped (listed in info.metadata['skipped']).",
             split,
             written,
             skipped,
