@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import json
 import multiprocessing
 import os
 from collections.abc import Iterable, Iterator
+
+from absl import logging
 
 from video_tfrecords import manifest, video_io
 
 # Protobuf refuses messages over 2 GiB; stay well clear of it.
 MAX_EXAMPLE_BYTES = 1 << 30
+
+
+class VideoBuildError(RuntimeError):
+    """A bad video stopped a strict build (or left a split empty); the message names it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +47,33 @@ class Outcome:
     examples: list[tuple[str, dict]] = dataclasses.field(default_factory=list)
     skipped: dict | None = None  # {split, path, reason}
     note: dict | None = None  # kept, but worth knowing (e.g. truncated)
+
+    @property
+    def where(self) -> str:
+        return f"{self.task.entry.where}: {self.task.entry.path}"
+
+
+def report(outcome: Outcome, strict: bool) -> Outcome:
+    """Warns of a skipped or noted video; a strict build raises for a skipped one."""
+    if outcome.skipped and strict:
+        raise VideoBuildError(
+            f"{outcome.where}: {outcome.skipped['reason']} (strict build stops here)"
+        )
+    if outcome.skipped:
+        logging.warning("Skipping %s: %s", outcome.where, outcome.skipped["reason"])
+    if outcome.note:
+        logging.warning("Keeping %s: %s", outcome.where, outcome.note["reason"])
+    return outcome
+
+
+def examples_of(outcome: Outcome) -> list[tuple[str, dict]]:
+    return outcome.examples
+
+
+def records_of(outcome: Outcome) -> list[str]:
+    """The outcome's skip record and note as JSON lines tagged by kind (for Beam)."""
+    tagged = [("skipped", outcome.skipped), ("notes", outcome.note)]
+    return [json.dumps({"kind": kind, **record}) for kind, record in tagged if record]
 
 
 def segment_bounds(num_frames: int, segment_frames: int | None) -> list[tuple[int, int]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import tensorflow_datasets as tfds
 from absl import logging
@@ -9,6 +11,9 @@ from etils import epath
 
 from video_tfrecords import config as config_lib
 from video_tfrecords import generate, manifest
+from video_tfrecords.generate import VideoBuildError
+
+__all__ = ["Builder", "VideoBuildError"]
 
 MANUAL_INSTRUCTIONS = """\
 Put into the manual dir (`--manual_dir=DIR`) one manifest per split you want:
@@ -21,10 +26,6 @@ or absolute and may contain spaces (the label is the last field). Labels are
 class names or integer class ids. Blank lines and lines starting with # are
 ignored. Optionally add labels.txt: one class name per line, line i = id i.
 """
-
-
-class VideoBuildError(RuntimeError):
-    """A bad video stopped a strict build; the message names it."""
 
 
 class Builder(tfds.core.GeneratorBasedBuilder):
@@ -63,8 +64,12 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         )
 
     def _download_and_prepare(self, dl_manager, download_config):
+        self._use_beam = bool(download_config.beam_options or download_config.beam_runner)
         with generate.Workers(self.builder_config.num_workers) as self._workers:
-            return super()._download_and_prepare(dl_manager, download_config)
+            result = super()._download_and_prepare(dl_manager, download_config)
+        if self._use_beam:
+            self._collect_beam_records()
+        return result
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
         manual_dir = epath.Path(dl_manager.manual_dir)
@@ -75,13 +80,15 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         self.info.features["label"].names = dataset.class_names
         self.info.metadata["skipped"] = []
         self.info.metadata["notes"] = []
+        generate_split = self._generate_with_beam if self._use_beam else self._generate_examples
         return {
-            split: self._generate_examples(split, manual_dir, dataset) for split in dataset.splits
+            split: generate_split(self._tasks(split, manual_dir, dataset))
+            for split in dataset.splits
         }
 
-    def _generate_examples(self, split: str, manual_dir: epath.Path, dataset: manifest.Dataset):
+    def _tasks(self, split: str, manual_dir: epath.Path, dataset: manifest.Dataset):
         config = self.builder_config
-        tasks = (
+        return [
             generate.Task(
                 split=split,
                 entry=entry,
@@ -91,32 +98,75 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                 segment_frames=config.segment_frames,
             )
             for entry in dataset.splits[split]
-        )
-        written = skipped = 0
+        ]
+
+    def _generate_examples(self, tasks: list[generate.Task]):
+        written = 0
         for outcome in self._workers.run_all(tasks):
-            where = f"{outcome.task.entry.where}: {outcome.task.entry.path}"
+            generate.report(outcome, self.builder_config.strict)
             if outcome.skipped:
-                reason = outcome.skipped["reason"]
-                if config.strict:
-                    raise VideoBuildError(f"{where}: {reason} (strict build stops here)")
-                logging.warning("Skipping %s: %s", where, reason)
                 self.info.metadata["skipped"].append(outcome.skipped)
-                skipped += 1
                 continue
             if outcome.note:
-                logging.warning("Keeping %s: %s", where, outcome.note["reason"])
                 self.info.metadata["notes"].append(outcome.note)
             written += 1
             yield from outcome.examples
+        self._summarize(tasks[0].split, written, len(tasks) - written)
+
+    def _generate_with_beam(self, tasks: list[generate.Task]):
+        """The same examples, one video per Beam element; skip records go to files."""
+        beam = tfds.core.lazy_imports.apache_beam
+        split = tasks[0].split
+        records_dir = self._beam_records_dir()
+
+        def expand(pipeline):
+            outcomes = (
+                pipeline
+                | f"Videos {split}" >> beam.Create(tasks)
+                | f"Spread {split}" >> beam.Reshuffle()
+                | f"Encode {split}" >> beam.Map(generate.run)
+                | f"Report {split}" >> beam.Map(generate.report, self.builder_config.strict)
+            )
+            _ = (
+                outcomes
+                | f"Records {split}" >> beam.FlatMap(generate.records_of)
+                | f"Write records {split}"
+                >> beam.io.WriteToText(str(records_dir / split), file_name_suffix=".jsonl")
+            )
+            return outcomes | f"Examples {split}" >> beam.FlatMap(generate.examples_of)
+
+        return beam.ptransform_fn(expand)()
+
+    def _beam_records_dir(self) -> epath.Path:
+        return epath.Path(self.data_path) / "build_records"
+
+    def _collect_beam_records(self) -> None:
+        """Moves the skip records Beam workers wrote into info.metadata."""
+        records_dir = self._beam_records_dir()
+        for path in sorted(records_dir.glob("*.jsonl*")):
+            for line in path.read_text().splitlines():
+                record = json.loads(line)
+                self.info.metadata[record.pop("kind")].append(record)
+        for kind in ("skipped", "notes"):
+            self.info.metadata[kind].sort(key=lambda r: (r["split"], r["path"]))
+        for split, info in self.info.splits.items():
+            skipped = sum(r["split"] == split for r in self.info.metadata["skipped"])
+            self._summarize(split, info.num_examples, skipped)
+        if records_dir.exists():
+            records_dir.rmtree()
+
+    def _summarize(self, split: str, written: int, skipped: int) -> None:
         if not written:
             reasons = "; ".join(
-                f"{s['path']}: {s['reason']}" for s in self.info.metadata["skipped"][-skipped:][:5]
+                f"{s['path']}: {s['reason']}"
+                for s in self.info.metadata["skipped"]
+                if s["split"] == split
             )
             raise VideoBuildError(
                 f"none of the {skipped} videos of split {split} could be read: {reasons}"
             )
         logging.warning(
-            "Split %s: %d videos written, %d skipped (listed in info.metadata['skipped']).",
+            "Split %s: %d written, %d videos skipped (listed in info.metadata['skipped']).",
             split,
             written,
             skipped,
