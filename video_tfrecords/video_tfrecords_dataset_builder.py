@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
+from tensorflow_datasets.core.utils import tqdm_utils  # honours tfds.disable_progress_bar()
 
 from video_tfrecords import config as config_lib
 from video_tfrecords import generate, manifest
@@ -80,6 +81,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         self.info.features["label"].names = dataset.class_names
         self.info.metadata["skipped"] = []
         self.info.metadata["notes"] = []
+        self._videos_per_split = {split: len(entries) for split, entries in dataset.splits.items()}
         generate_split = self._generate_with_beam if self._use_beam else self._generate_examples
         return {
             split: generate_split(self._tasks(split, manual_dir, dataset))
@@ -101,17 +103,23 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         ]
 
     def _generate_examples(self, tasks: list[generate.Task]):
-        written = 0
-        for outcome in self._workers.run_all(tasks):
-            generate.report(outcome, self.builder_config.strict)
-            if outcome.skipped:
-                self.info.metadata["skipped"].append(outcome.skipped)
-                continue
-            if outcome.note:
-                self.info.metadata["notes"].append(outcome.note)
-            written += 1
-            yield from outcome.examples
-        self._summarize(tasks[0].split, written, len(tasks) - written)
+        split, skipped = tasks[0].split, 0
+        progress = tqdm_utils.tqdm(
+            total=len(tasks), desc=f"Encoding {split} videos", unit=" videos", leave=False
+        )
+        with progress:
+            for outcome in self._workers.run_all(tasks):
+                generate.report(outcome, self.builder_config.strict)
+                progress.update(1)
+                if outcome.skipped:
+                    self.info.metadata["skipped"].append(outcome.skipped)
+                    skipped += 1
+                    progress.set_postfix(skipped=skipped)
+                    continue
+                if outcome.note:
+                    self.info.metadata["notes"].append(outcome.note)
+                yield from outcome.examples
+        self._summarize(split, skipped)
 
     def _generate_with_beam(self, tasks: list[generate.Task]):
         """The same examples, one video per Beam element; skip records go to files."""
@@ -149,13 +157,14 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                 self.info.metadata[record.pop("kind")].append(record)
         for kind in ("skipped", "notes"):
             self.info.metadata[kind].sort(key=lambda r: (r["split"], r["path"]))
-        for split, info in self.info.splits.items():
-            skipped = sum(r["split"] == split for r in self.info.metadata["skipped"])
-            self._summarize(split, info.num_examples, skipped)
+        for split in self._videos_per_split:
+            self._summarize(split, sum(r["split"] == split for r in self.info.metadata["skipped"]))
         if records_dir.exists():
             records_dir.rmtree()
 
-    def _summarize(self, split: str, written: int, skipped: int) -> None:
+    def _summarize(self, split: str, skipped: int) -> None:
+        """Logs N written, M skipped; fails a split where every video was bad."""
+        written = self._videos_per_split[split] - skipped
         if not written:
             reasons = "; ".join(
                 f"{s['path']}: {s['reason']}"
@@ -166,7 +175,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                 f"none of the {skipped} videos of split {split} could be read: {reasons}"
             )
         logging.warning(
-            "Split %s: %d written, %d videos skipped (listed in info.metadata['skipped']).",
+            "Split %s: %d videos written, %d skipped (listed in info.metadata['skipped']).",
             split,
             written,
             skipped,
