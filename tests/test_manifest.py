@@ -120,7 +120,11 @@ def test_any_path_and_label_round_trip(path, label, sep):
     assert manifest.parse_line(f"{path}{sep}{label}") == (path, label)
 
 
-@given(lines=st.lists(st.tuples(path_text, label_text), min_size=1, max_size=20, unique_by=lambda t: t[0]))
+@given(
+    lines=st.lists(
+        st.tuples(path_text, label_text), min_size=1, max_size=20, unique_by=lambda t: t[0]
+    )
+)
 def test_written_manifest_reads_back_entry_for_entry(tmp_path_factory, lines):
     folder = tmp_path_factory.mktemp("m")
     (folder / "train.txt").write_text("".join(f"{p} {lab}\n" for p, lab in lines), encoding="utf-8")
