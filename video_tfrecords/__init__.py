@@ -8,11 +8,12 @@ this package, never pay for importing TensorFlow.
 from video_tfrecords.config import VideoConfig
 from video_tfrecords.video_tfrecords_dataset_builder import Builder
 
-__all__ = ["Builder", "ClipDecoder", "VideoConfig"]
+__all__ = ["Builder", "ClipDecoder", "VideoConfig", "clip_dataset", "fold_in"]
+_SAMPLING = ("ClipDecoder", "clip_dataset", "fold_in")
 
 
 def __getattr__(name):
-    if name in ("ClipDecoder",):
+    if name in _SAMPLING:
         from video_tfrecords import sampling
 
         return getattr(sampling, name)
