@@ -1,12 +1,13 @@
 """Reading at scale: disjoint shards per host, tf.data service, array_record + data_source."""
 
+import cv2
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from conftest import psnr
-from video_tfrecords import VideoConfig, synthetic
+from video_tfrecords import ClipDecoder, VideoConfig, synthetic
 
 NUM_TRAIN = 6
 
@@ -92,3 +93,45 @@ def test_array_record_data_source_gives_random_access(manual_dir, builder, tmp_p
         frames = np.asarray(example["video"])
         assert frames.shape == reference[name]["video"].shape
         assert psnr(frames, reference[name]["video"]) >= 40
+
+
+def decode_all(jpegs):
+    """Every frame, decoded with OpenCV (the same IDCT as ClipDecoder): [T, H, W, 3]."""
+    return np.stack(
+        [
+            cv2.cvtColor(cv2.imdecode(np.frombuffer(j, np.uint8), 1), cv2.COLOR_BGR2RGB)
+            for j in jpegs
+        ]
+    )
+
+
+def test_tfds_load_with_clip_decoder_gives_runs_of_the_video(builder):
+    encoded = {
+        e["filename"]: e["video"]
+        for e in tfds.as_numpy(
+            builder.as_dataset("train", decoders={"video": tfds.decode.SkipDecoding()})
+        )
+    }
+    clips = builder.as_dataset("train", decoders={"video": ClipDecoder(3, mode="center")})
+    for example in tfds.as_numpy(clips):
+        video = decode_all(encoded[example["filename"]])
+        start = (len(video) - 3) // 2
+        np.testing.assert_array_equal(example["video"], video[start : start + 3])
+
+
+def test_data_source_with_clip_decoder_numpy_path(manual_dir, tmp_path):
+    build(manual_dir, tmp_path, file_format="array_record")
+    source = tfds.data_source(
+        "video_tfrecords/reading",
+        split="train",
+        data_dir=str(tmp_path),
+        decoders={"video": ClipDecoder(2, stride=2, seed=7)},  # span 3: fits every video
+    )
+    raw = tfds.data_source("video_tfrecords/reading", split="train", data_dir=str(tmp_path))
+    for index in range(len(source)):
+        clip = source[index]["video"]
+        assert isinstance(clip, np.ndarray) and clip.shape == (2, 32, 48, 3)
+        video = np.asarray(raw[index]["video"])  # decoded by TFDS with OpenCV
+        runs = [video[s : s + 3 : 2] for s in range(len(video) - 2)]
+        assert any(np.array_equal(clip, run) for run in runs)
+        np.testing.assert_array_equal(source[index]["video"], clip)  # seeded: same clip again
