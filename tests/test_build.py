@@ -203,6 +203,6 @@ def test_examples_too_big_for_protobuf_are_refused_clearly(manual_dir, tmp_path,
     builder = build(manual_dir, tmp_path / "data", short_side=None)
     reasons = {s["path"]: s["reason"] for s in builder.info.metadata["skipped"]}
     assert list(reasons) == ["v0.mp4"] and "set segment_frames" in reasons["v0.mp4"]
-    assert "over the 2.0 KB limit" in reasons["v0.mp4"]
+    assert "over the 2.0 KiB limit" in reasons["v0.mp4"]
     builder = build(manual_dir, tmp_path / "data2", short_side=None, segment_frames=1)
     assert builder.info.metadata["skipped"] == []

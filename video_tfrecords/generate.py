@@ -83,10 +83,13 @@ def segment_bounds(num_frames: int, segment_frames: int | None) -> list[tuple[in
 
 
 def human_bytes(size: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.1f} {unit}" if unit != "B" else f"{size:.0f} B"
+    """1536 -> '1.5 KiB', for messages."""
+    unit = "B"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            break
         size /= 1024
+    return f"{size:.1f} {unit}"
 
 
 def to_examples(task: Task, video: video_io.EncodedVideo) -> list[tuple[str, dict]]:
