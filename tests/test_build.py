@@ -1,6 +1,7 @@
 """Builds through the Python API: labels, configs, segments, skip records, strict mode."""
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -206,3 +207,25 @@ def test_examples_too_big_for_protobuf_are_refused_clearly(manual_dir, tmp_path,
     assert "over the 2.0 KiB limit" in reasons["v0.mp4"]
     builder = build(manual_dir, tmp_path / "data2", short_side=None, segment_frames=1)
     assert builder.info.metadata["skipped"] == []
+
+
+class _KillsTheWorker:
+    """Unpickling this in a worker ends the process, as an FFmpeg segfault would."""
+
+    def __reduce__(self):
+        return (os._exit, (3,))
+
+
+def test_a_crashing_worker_costs_only_its_video(manual_dir):
+    from video_tfrecords import generate, manifest, video_io
+
+    def task(path, options=video_io.EncodeOptions()):
+        entry = manifest.Entry("train.txt", 1, path, "walking")
+        return generate.Task("train", entry, 0, str(manual_dir / path), options)
+
+    tasks = [task("v0.mp4"), task("v1.mp4", _KillsTheWorker()), task("v2.mp4"), task("v0.mp4")]
+    with generate.Workers(2) as workers:
+        outcomes = list(workers.run_all(tasks))
+    assert [o.task.entry.path for o in outcomes] == ["v0.mp4", "v1.mp4", "v2.mp4", "v0.mp4"]
+    assert outcomes[1].skipped["reason"] == "the decoder crashed (exit code 3)"
+    assert [len(o.examples) for o in outcomes] == [1, 0, 1, 1]

@@ -11,8 +11,10 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
-import multiprocessing
 import os
+import pickle
+import subprocess
+import sys
 from collections.abc import Iterable, Iterator
 
 from absl import logging
@@ -140,40 +142,77 @@ def skip_record(task: Task, reason: str) -> dict:
 
 
 class Workers:
-    """Processes that run tasks for every split of one build, in manifest order.
+    """Processes that encode videos for every split of one build, in manifest order.
 
-    Spawned, never forked (the parent may be running TensorFlow's threads).
-    Started once per build and on first use: a spawned process re-imports the
-    parent's main script, which for `tfds build` means TensorFlow, seconds each.
-    At most two videos per worker are in flight, so memory stays bounded
-    whatever the manifest's length.
+    Each is a fresh `python -m video_tfrecords.worker` (never a fork: the parent
+    may be running TensorFlow's threads), started once per build. Tasks go out
+    round-robin and results come back in manifest order; at most two videos
+    per worker are in flight, so memory stays bounded whatever the manifest's
+    length. A worker that crashes (FFmpeg on a hostile file) costs only that
+    video, which is recorded as skipped, and is restarted.
     """
 
     def __init__(self, num_workers: int = 0):
         self.num_workers = num_workers or os.cpu_count() or 1
-        self._pool = None
+        self._processes: list[subprocess.Popen] = []
 
     def run_all(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
         if self.num_workers == 1:
             yield from map(run, tasks)
             return
-        if self._pool is None:
-            self._pool = multiprocessing.get_context("spawn").Pool(self.num_workers)
-        in_flight = collections.deque()
-        for task in tasks:
-            in_flight.append(self._pool.apply_async(run, (task,)))
+        if not self._processes:
+            self._processes = [_start_worker() for _ in range(self.num_workers)]
+        in_flight = collections.deque()  # (worker index, task), in manifest order
+        for number, task in enumerate(tasks):
+            worker = number % self.num_workers
+            self._send(worker, task)
+            in_flight.append((worker, task))
             if len(in_flight) >= 2 * self.num_workers:
-                yield in_flight.popleft().get()
+                yield self._receive(*in_flight.popleft(), in_flight)
         while in_flight:
-            yield in_flight.popleft().get()
+            yield self._receive(*in_flight.popleft(), in_flight)
+
+    def _send(self, worker: int, task: Task) -> None:
+        pipe = self._processes[worker].stdin
+        pickle.dump(task, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+        pipe.flush()
+
+    def _receive(self, worker: int, task: Task, in_flight: collections.deque) -> Outcome:
+        """The worker's next outcome; if it died, a skip record and a new worker."""
+        process = self._processes[worker]
+        try:
+            return pickle.load(process.stdout)
+        except (EOFError, pickle.UnpicklingError):
+            code = process.wait()
+        self._processes[worker] = _start_worker()
+        for other, pending in in_flight:  # what the dead worker had not done yet
+            if other == worker:
+                self._send(worker, pending)
+        return Outcome(task, skipped=skip_record(task, f"the decoder crashed (exit code {code})"))
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool = None
+        for process in self._processes:
+            process.stdin.close()
+            process.kill()
+            process.wait()
+            process.stdout.close()
+        self._processes = []
 
     def __enter__(self) -> Workers:
         return self
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def _start_worker() -> subprocess.Popen:
+    """A `python -m video_tfrecords.worker` that can import this very package."""
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    return subprocess.Popen(
+        [sys.executable, "-m", "video_tfrecords.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
