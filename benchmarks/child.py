@@ -1,0 +1,197 @@
+"""Measurements that need a process of their own; each prints one JSON line.
+
+    python benchmarks/child.py build --manual_dir M --data_dir D --config default [--cpu N]
+    python benchmarks/child.py bound --short_side 256 --quality 90 [--cpu N] --videos VIDEO...
+    python benchmarks/child.py rss --manual_dir M --warmup_dir W --data_dir D
+    python benchmarks/child.py pool_start --workers 2
+
+Heavy imports happen inside the commands, so that a command pays only for what it uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def pin(cpu: int | None, cv_threads: int | None) -> None:
+    """Pins this process (and the threads it will start) to one CPU; caps OpenCV's threads."""
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    if cv_threads is not None:
+        import cv2
+
+        cv2.setNumThreads(cv_threads)
+
+
+def build(manual_dir: str, data_dir: str, config: str | dict) -> dict:
+    """Times `builder.download_and_prepare` (imports excluded) of a named or custom config.
+
+    Also stamps each video as the build process takes its result, to tell
+    start-up and wrap-up from steady work.
+    """
+    import tensorflow_datasets as tfds
+
+    import video_tfrecords
+    from video_tfrecords import generate
+
+    tfds.disable_progress_bar()
+    if isinstance(config, dict):
+        config = video_tfrecords.VideoConfig(**config)
+    builder = tfds.builder("video_tfrecords", data_dir=data_dir, config=config)
+    done = []
+    generate.report = stamped(generate.report, done)
+    start = time.perf_counter()
+    builder.download_and_prepare(
+        download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
+    )
+    seconds = time.perf_counter() - start
+    examples = sum(split.num_examples for split in builder.info.splits.values())
+    return {
+        "seconds": seconds,
+        "examples": examples,
+        "first_done": done[0] - start,
+        "last_done": done[-1] - start,
+    }
+
+
+def stamped(function, stamps: list):
+    """`function`, appending time.perf_counter() to `stamps` at each call."""
+
+    def wrapper(*args, **kwargs):
+        """Stamps, then calls."""
+        stamps.append(time.perf_counter())
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+def bound(videos: list[str], short_side: int, quality: int) -> dict:
+    """OpenCV decode + resize + JPEG encode of every frame, nothing else; wall-clock stamps."""
+    import cv2
+
+    start, frames = time.time(), 0
+    for path in videos:
+        capture = cv2.VideoCapture(path, cv2.CAP_FFMPEG)
+        size = None
+        while True:
+            ok, frame = capture.read()
+            if not ok:
+                break
+            if size is None:
+                size = stored_size(frame.shape[0], frame.shape[1], short_side)
+            if size != frame.shape[:2]:
+                frame = cv2.resize(frame, size[::-1], interpolation=cv2.INTER_AREA)
+            cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, quality])
+            frames += 1
+        capture.release()
+    return {"start": start, "end": time.time(), "frames": frames, "videos": len(videos)}
+
+
+def stored_size(height: int, width: int, short_side: int) -> tuple[int, int]:
+    """(height, width) with the short side brought down to `short_side` (never up)."""
+    short = min(height, width)
+    if short <= short_side:
+        return height, width
+    return round(height * short_side / short), round(width * short_side / short)
+
+
+def rss(manual_dir: str, warmup_dir: str, data_dir: str) -> dict:
+    """Peak RSS of building `manual_dir` in this process, over the RSS after a warm-up build.
+
+    The peak is VmHWM, reset after the warm-up. (Not ru_maxrss: Linux keeps it
+    across exec, so a child started by a big parent would report the parent's.)
+    """
+    build(warmup_dir, os.path.join(data_dir, "warmup"), {"name": "rss", "num_workers": 1})
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # resets VmHWM to the current RSS
+    baseline = status_bytes("VmRSS")
+    result = build(manual_dir, os.path.join(data_dir, "long"), {"name": "rss", "num_workers": 1})
+    peak = status_bytes("VmHWM")
+    return {**result, "baseline": baseline, "peak": peak, **stored_bytes(data_dir)}
+
+
+def status_bytes(field: str) -> int:
+    """A memory field of /proc/self/status (given in KiB), in bytes."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def stored_bytes(data_dir: str) -> dict:
+    """JPEG bytes, frames and raw uint8 bytes of the video stored by the `long` build."""
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_datasets as tfds
+
+    dataset = tfds.load(
+        "video_tfrecords/rss",
+        split="train",
+        data_dir=os.path.join(data_dir, "long"),
+        decoders={"video": tfds.decode.SkipDecoding()},
+    )
+    (example,) = tfds.as_numpy(dataset)
+    frames = example["video"]
+    pixels = int(np.prod(tf.io.extract_jpeg_shape(frames[0]).numpy()))
+    return {
+        "jpeg_bytes": sum(map(len, frames)),
+        "frames": len(frames),
+        "raw_bytes": len(frames) * pixels,
+    }
+
+
+def pool_start(workers: int) -> dict:
+    """Seconds to start the builder's workers and get a first result back from each."""
+    from video_tfrecords import generate
+
+    start = time.perf_counter()
+    with generate.Workers(workers) as pool:
+        tasks = [_probe_task(generate) for _ in range(workers)]
+        list(pool.run_all(tasks))
+    return {"seconds": time.perf_counter() - start}
+
+
+def _probe_task(generate):
+    """A task for a file that does not exist: the worker answers at once with a skip record."""
+    from video_tfrecords import manifest, video_io
+
+    entry = manifest.Entry(manifest="probe", line=1, path="missing.mp4", label="x")
+    return generate.Task("train", entry, 0, "/nonexistent/missing.mp4", video_io.EncodeOptions())
+
+
+def main() -> None:
+    """Parses the command line, runs one command, prints its JSON result."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command", choices=["build", "bound", "rss", "pool_start"])
+    parser.add_argument("--manual_dir")
+    parser.add_argument("--warmup_dir")
+    parser.add_argument("--data_dir")
+    parser.add_argument("--config", default="default", help="a config name or JSON fields")
+    parser.add_argument("--cpu", type=int)
+    parser.add_argument("--cv_threads", type=int)
+    parser.add_argument("--short_side", type=int, default=256)
+    parser.add_argument("--quality", type=int, default=90)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--videos", nargs="*", default=[])
+    args = parser.parse_args()
+    pin(args.cpu, args.cv_threads)
+    if args.command == "build":
+        config = json.loads(args.config) if args.config.startswith("{") else args.config
+        result = build(args.manual_dir, args.data_dir, config)
+    elif args.command == "bound":
+        result = bound(args.videos, args.short_side, args.quality)
+    elif args.command == "rss":
+        result = rss(args.manual_dir, args.warmup_dir, args.data_dir)
+    else:
+        result = pool_start(args.workers)
+    print(json.dumps(result))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
