@@ -68,8 +68,8 @@ class Ratio:
     def __str__(self) -> str:
         """`median (min-max)`, for the table."""
         if self.low == self.high:
-            return f"{self.median:.2f}"
-        return f"{self.median:.2f} ({self.low:.2f}-{self.high:.2f})"
+            return f"{self.median:.3f}"
+        return f"{self.median:.3f} ({self.low:.2f}-{self.high:.2f})"
 
 
 def ratio(numerator: list[float], denominator: list[float]) -> Ratio:

@@ -79,12 +79,16 @@ def to_bgr(frame: np.ndarray) -> np.ndarray:
 
 
 def resize(frame: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """Resizes to (height, width): area averaging down (no aliasing), linear up."""
+    """Resizes to (height, width): area averaging when shrinking 2x or more, else linear.
+
+    Linear filtering does not alias below a 2x reduction and costs a seventh of
+    INTER_AREA at, e.g., 480x360 -> 341x256: the resize was half the build time.
+    """
     height, width = size
     if frame.shape[:2] == (height, width):
         return frame
-    shrinking = height * width < frame.shape[0] * frame.shape[1]
-    interpolation = cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR
+    strong_shrink = height * 2 <= frame.shape[0] or width * 2 <= frame.shape[1]
+    interpolation = cv2.INTER_AREA if strong_shrink else cv2.INTER_LINEAR
     return cv2.resize(frame, (width, height), interpolation=interpolation)
 
 
