@@ -84,7 +84,10 @@ def bound(videos: list[str], short_side: int, quality: int) -> dict:
             if size is None:
                 size = stored_size(frame.shape[0], frame.shape[1], short_side)
             if size != frame.shape[:2]:
-                frame = cv2.resize(frame, size[::-1], interpolation=cv2.INTER_AREA)
+                # The filter the builder picks: area averaging only for a 2x or larger reduction.
+                strong = size[0] * 2 <= frame.shape[0] or size[1] * 2 <= frame.shape[1]
+                filter_ = cv2.INTER_AREA if strong else cv2.INTER_LINEAR
+                frame = cv2.resize(frame, size[::-1], interpolation=filter_)
             cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, quality])
             frames += 1
         capture.release()

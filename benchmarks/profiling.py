@@ -145,7 +145,7 @@ def build_profile(out: str) -> str:
 
 BUILD_PARTS = {  # part -> frame substring, first match from the leaf up
     "OpenCV decode (capture.read)": "iter_frames",
-    "resize (INTER_AREA)": "resize (video_tfrecords",
+    "resize": "resize (video_tfrecords",
     "JPEG encode (imencode)": "encode_jpeg",
     "TFDS serialize": "serialize_example",
     "TFDS write + shuffle": "tensorflow_datasets/core/writer.py",
