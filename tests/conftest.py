@@ -24,6 +24,13 @@ def opencv_frames(path) -> np.ndarray:
     return np.stack(frames)
 
 
+def decode_jpegs(jpegs) -> np.ndarray:
+    """JPEG bytes -> RGB frames [T, H, W, 3], decoded with OpenCV (the IDCT ClipDecoder uses)."""
+    return np.stack(
+        [cv2.cvtColor(cv2.imdecode(np.frombuffer(j, np.uint8), 1), cv2.COLOR_BGR2RGB) for j in jpegs]
+    )
+
+
 def psnr(a: np.ndarray, b: np.ndarray) -> float:
     mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
     return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)

@@ -1,12 +1,11 @@
 """Reading at scale: disjoint shards per host, tf.data service, array_record + data_source."""
 
-import cv2
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from conftest import psnr
+from conftest import decode_jpegs, psnr
 from video_tfrecords import ClipDecoder, VideoConfig, synthetic
 
 NUM_TRAIN = 6
@@ -95,16 +94,6 @@ def test_array_record_data_source_gives_random_access(manual_dir, builder, tmp_p
         assert psnr(frames, reference[name]["video"]) >= 40
 
 
-def decode_all(jpegs):
-    """Every frame, decoded with OpenCV (the same IDCT as ClipDecoder): [T, H, W, 3]."""
-    return np.stack(
-        [
-            cv2.cvtColor(cv2.imdecode(np.frombuffer(j, np.uint8), 1), cv2.COLOR_BGR2RGB)
-            for j in jpegs
-        ]
-    )
-
-
 def test_tfds_load_with_clip_decoder_gives_runs_of_the_video(builder):
     encoded = {
         e["filename"]: e["video"]
@@ -114,7 +103,7 @@ def test_tfds_load_with_clip_decoder_gives_runs_of_the_video(builder):
     }
     clips = builder.as_dataset("train", decoders={"video": ClipDecoder(3, mode="center")})
     for example in tfds.as_numpy(clips):
-        video = decode_all(encoded[example["filename"]])
+        video = decode_jpegs(encoded[example["filename"]])
         start = (len(video) - 3) // 2
         np.testing.assert_array_equal(example["video"], video[start : start + 3])
 

@@ -4,27 +4,18 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import opencv_frames, psnr
+from conftest import decode_jpegs, opencv_frames, psnr
 from video_tfrecords import synthetic, video_io
 from video_tfrecords.video_io import EncodeOptions
 
 NATIVE = EncodeOptions(short_side=None)
 
 
-def decode(jpegs):
-    return np.stack(
-        [
-            cv2.cvtColor(cv2.imdecode(np.frombuffer(j, np.uint8), 1), cv2.COLOR_BGR2RGB)
-            for j in jpegs
-        ]
-    )
-
-
 def test_native_frames_decode_back_within_jpeg_error(make_video):
     path = make_video(num_frames=12, height=96, width=128)
     video = video_io.encode_video(path, NATIVE)
     source = opencv_frames(path)
-    stored = decode(video.frames)
+    stored = decode_jpegs(video.frames)
     assert stored.shape == source.shape == (12, 96, 128, 3)
     assert min(psnr(s, d) for s, d in zip(source, stored)) >= 30
     assert (video.source_num_frames, video.source_height, video.source_width) == (12, 96, 128)
@@ -64,7 +55,7 @@ def test_resized_frames_match_opencv_decode_resized(make_video, short_side, size
     source = opencv_frames(path)
     # The reference is the best (area-averaged) resize of OpenCV's own decode.
     reference = [cv2.resize(f, size[::-1], interpolation=cv2.INTER_AREA) for f in source]
-    assert min(psnr(r, d) for r, d in zip(reference, decode(video.frames))) >= 30
+    assert min(psnr(r, d) for r, d in zip(reference, decode_jpegs(video.frames))) >= 30
 
 
 def test_max_frames_keeps_the_first_frames_and_counts_the_source(make_video):
@@ -72,7 +63,7 @@ def test_max_frames_keeps_the_first_frames_and_counts_the_source(make_video):
     video = video_io.encode_video(path, EncodeOptions(short_side=None, max_frames=4))
     assert len(video.frames) == 4
     assert video.source_num_frames == 10
-    assert psnr(decode(video.frames)[3], opencv_frames(path)[3]) >= 30
+    assert psnr(decode_jpegs(video.frames)[3], opencv_frames(path)[3]) >= 30
 
 
 def test_num_frames_spreads_evenly_first_and_last_included(make_video):
@@ -81,7 +72,7 @@ def test_num_frames_spreads_evenly_first_and_last_included(make_video):
     path = make_video(num_frames=10)
     video = video_io.encode_video(path, EncodeOptions(short_side=None, num_frames=4))
     source = opencv_frames(path)
-    stored = decode(video.frames)
+    stored = decode_jpegs(video.frames)
     assert len(stored) == 4
     for stored_frame, index in zip(stored, [0, 3, 6, 9]):
         assert psnr(stored_frame, source[index]) >= 30
@@ -93,7 +84,7 @@ def test_fps_keeps_frames_by_timestamp(make_video):
     video = video_io.encode_video(path, EncodeOptions(short_side=None, fps=5))
     source = opencv_frames(path)
     assert len(video.frames) == 5  # 1 s of video at 5 fps: frames 0, 4, 8, 12, 16
-    for stored_frame, index in zip(decode(video.frames), [0, 4, 8, 12, 16]):
+    for stored_frame, index in zip(decode_jpegs(video.frames), [0, 4, 8, 12, 16]):
         assert psnr(stored_frame, source[index]) >= 30
     assert video.fps == pytest.approx(5.0)
     assert video.source_num_frames == 20
@@ -133,9 +124,9 @@ def test_odd_sizes_with_resize(make_video):
     path = make_video(num_frames=3, height=50, width=76, codec="MJPG", name="odd.avi")
     video = video_io.encode_video(path, EncodeOptions(short_side=33))
     assert (video.height, video.width) == (33, 50)  # 76 * 33 / 50 = 50.16
-    assert decode(video.frames).shape == (3, 33, 50, 3)
+    assert decode_jpegs(video.frames).shape == (3, 33, 50, 3)
     video = video_io.encode_video(path, EncodeOptions(short_side=32))
-    assert decode(video.frames).shape == (3, 32, 49, 3)  # an odd width: 48.64 rounds up
+    assert decode_jpegs(video.frames).shape == (3, 32, 49, 3)  # an odd width: 48.64 rounds up
 
 
 def test_jpeg_quality_trades_bytes(make_video):
@@ -167,7 +158,7 @@ def test_variable_frame_rate_video_is_subsampled_by_timestamps(tmp_path):
     source = opencv_frames(path)
     kept = [0, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]  # frames at 0, 100, 200, ... 1000 ms
     assert len(video.frames) == len(kept)
-    for stored_frame, index in zip(decode(video.frames), kept):
+    for stored_frame, index in zip(decode_jpegs(video.frames), kept):
         assert psnr(stored_frame, source[index]) >= 30
 
 
