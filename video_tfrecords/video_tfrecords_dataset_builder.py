@@ -119,7 +119,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                 if outcome.note:
                     self.info.metadata["notes"].append(outcome.note)
                 yield from outcome.examples
-        self._summarize(split, skipped)
+        self._summarize(split)
 
     def _generate_with_beam(self, tasks: list[generate.Task]):
         """The same examples, one video per Beam element; skip records go to files."""
@@ -158,27 +158,24 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         for kind in ("skipped", "notes"):
             self.info.metadata[kind].sort(key=lambda r: (r["split"], r["path"]))
         for split in self._videos_per_split:
-            self._summarize(split, sum(r["split"] == split for r in self.info.metadata["skipped"]))
+            self._summarize(split)
         if records_dir.exists():
             records_dir.rmtree()
 
-    def _summarize(self, split: str, skipped: int) -> None:
+    def _summarize(self, split: str) -> None:
         """Logs N written, M skipped; fails a split where every video was bad."""
-        written = self._videos_per_split[split] - skipped
+        skipped = [s for s in self.info.metadata["skipped"] if s["split"] == split]
+        written = self._videos_per_split[split] - len(skipped)
         if not written:
-            reasons = "; ".join(
-                f"{s['path']}: {s['reason']}"
-                for s in self.info.metadata["skipped"]
-                if s["split"] == split
-            )
+            reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in skipped)
             raise VideoBuildError(
-                f"none of the {skipped} videos of split {split} could be read: {reasons}"
+                f"none of the {len(skipped)} videos of split {split} could be read: {reasons}"
             )
         logging.warning(
             "Split %s: %d videos written, %d skipped (listed in info.metadata['skipped']).",
             split,
             written,
-            skipped,
+            len(skipped),
         )
 
     def _should_cache_ds(self, split, shuffle_files, read_config) -> bool:
