@@ -80,7 +80,7 @@ def full_stream(builder, num_frames: int) -> timing.Stream:
 def main():
     builder = build()
     print(
-        f"| clip | ClipDecoder clips/s | full decode + slice clips/s | speed-up (median, min-max) |"
+        "| clip | ClipDecoder clips/s | full decode + slice clips/s | speed-up (median, min-max) |"
     )
     print("| --- | --- | --- | --- |")
     for num_frames in (16, 64):
