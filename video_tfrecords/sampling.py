@@ -802,23 +802,31 @@ class ClipDecoder(tfds.decode.Decoder):
             u_frames, inverse = tf.unique(safe)
             u_clips = tf.zeros_like(u_frames)
         u_bytes = tf.gather(frames, u_frames)
+        if self.crop_size is None:
+            decode = lambda data, _: _decode_full_tf(data)
+            image_spec = tf.TensorSpec([None, None, 3], tf.uint8)
+        else:
+            decode = lambda data, offset: _decode_box_tf(data, offset, frame_hw, self.crop_size)
+            image_spec = tf.TensorSpec([*self.crop_size, 3], tf.uint8)
+        offsets = tf.gather(plan["crop_offsets"], u_clips)
+
+        def each_position():
+            # The usual case: no frame repeats, so `inverse` is the identity.
+            # Independent decode ops run in parallel on the executor and skip
+            # a while loop and a gather of the decoded clip.
+            return tf.stack([decode(u_bytes[i], offsets[i]) for i in range(num_clips * t)])
+
+        def each_distinct():
+            # Short videos and overlapping clips repeat frames: decode each once.
+            images = tf.map_fn(
+                lambda a: decode(a[0], a[1]), (u_bytes, offsets), fn_output_signature=image_spec
+            )
+            return tf.gather(images, inverse)
+
         label = lambda: _video_label_tf(frames, name)
         with tf.control_dependencies([_check_jpeg_tf(u_bytes, u_frames, label)]):
-            if self.crop_size is not None:
-                h, w = self.crop_size
-                offsets = tf.gather(plan["crop_offsets"], u_clips)
-                images = tf.map_fn(
-                    lambda a: _decode_box_tf(a[0], a[1], frame_hw, (h, w)),
-                    (u_bytes, offsets),
-                    fn_output_signature=tf.TensorSpec([h, w, 3], tf.uint8),
-                )
-            else:
-                images = tf.map_fn(
-                    _decode_full_tf,
-                    u_bytes,
-                    fn_output_signature=tf.TensorSpec([None, None, 3], tf.uint8),
-                )
-        clips = tf.gather(images, inverse)
+            all_distinct = tf.equal(tf.size(u_frames), num_clips * t)
+            clips = tf.cond(all_distinct, each_position, each_distinct)
         if self.short_video == "pad":
             valid = tf.reshape(flat >= 0, [-1, 1, 1, 1])
             clips = tf.where(valid, clips, tf.zeros_like(clips))
