@@ -409,8 +409,8 @@ def test_partial_decode_matches_full_decode_at_every_offset():
         offsets = np.array([(y, x) for y in range(H - h + 1) for x in range(W - w + 1)])
         decode_all = tf.function(
             lambda yxs, h=h, w=w: tf.map_fn(
-                lambda yx: sampling._decode_box_tf(frame, yx, hw, (h, w)),
-                yxs,
+                lambda row: sampling._decode_window_tf(frame, *row, (h, w)),
+                sampling._crop_windows_tf(yxs, hw, (h, w)),
                 fn_output_signature=tf.TensorSpec([h, w, 3], tf.uint8),
             )
         )

@@ -803,29 +803,31 @@ class ClipDecoder(tfds.decode.Decoder):
             u_clips = tf.zeros_like(u_frames)
         u_bytes = tf.gather(frames, u_frames)
         if self.crop_size is None:
-            decode = lambda data, _: _decode_full_tf(data)
+            inputs, decode = (u_bytes,), _decode_full_tf
             image_spec = tf.TensorSpec([None, None, 3], tf.uint8)
         else:
-            decode = lambda data, offset: _decode_box_tf(data, offset, frame_hw, self.crop_size)
+            offsets = tf.gather(plan["crop_offsets"], u_clips)
+            inputs = (u_bytes, *_crop_windows_tf(offsets, frame_hw, self.crop_size))
+            decode = lambda data, window, box: _decode_window_tf(data, window, box, self.crop_size)
             image_spec = tf.TensorSpec([*self.crop_size, 3], tf.uint8)
-        offsets = tf.gather(plan["crop_offsets"], u_clips)
+        n = num_clips * t
 
         def each_position():
             # The usual case: no frame repeats, so `inverse` is the identity.
-            # Independent decode ops run in parallel on the executor and skip
-            # a while loop and a gather of the decoded clip.
-            return tf.stack([decode(u_bytes[i], offsets[i]) for i in range(num_clips * t)])
+            # n independent decode ops (inputs split by one unstack op each) run
+            # in parallel on the executor, with no while loop and no gather of
+            # the decoded clip.
+            columns = [tf.unstack(x, num=n) for x in inputs]
+            return tf.stack([decode(*row) for row in zip(*columns)])
 
         def each_distinct():
             # Short videos and overlapping clips repeat frames: decode each once.
-            images = tf.map_fn(
-                lambda a: decode(a[0], a[1]), (u_bytes, offsets), fn_output_signature=image_spec
-            )
+            images = tf.map_fn(lambda row: decode(*row), inputs, fn_output_signature=image_spec)
             return tf.gather(images, inverse)
 
         label = lambda: _video_label_tf(frames, name)
         with tf.control_dependencies([_check_jpeg_tf(u_bytes, u_frames, label)]):
-            all_distinct = tf.equal(tf.size(u_frames), num_clips * t)
+            all_distinct = tf.equal(tf.size(u_frames), n)
             clips = tf.cond(all_distinct, each_position, each_distinct)
         if self.short_video == "pad":
             valid = tf.reshape(flat >= 0, [-1, 1, 1, 1])
@@ -894,17 +896,27 @@ def _decode_full_tf(data):
     return tf.io.decode_jpeg(data, channels=3, dct_method=_DCT_METHOD)
 
 
-def _decode_box_tf(data, offset, frame_hw, crop_size):
-    """Decodes only the box (plus a small margin) and returns exactly the box."""
+def _crop_windows_tf(offsets, frame_hw, crop_size):
+    """Decode windows [n, 4] (each box plus a margin, inside the frame) and box offsets in them [n, 3].
+
+    `offsets` are the boxes' (y, x) [n, 2]; the windows are the arguments of
+    `decode_and_crop_jpeg`, the box offsets those of the `tf.slice` after it.
+    """
     h, w = crop_size
-    y, x = offset[0], offset[1]
+    y, x = offsets[:, 0], offsets[:, 1]
     y0 = tf.maximum(y - _CROP_MARGIN, 0)
     x0 = tf.maximum(x - _CROP_MARGIN, 0)
     y1 = tf.minimum(y + h + _CROP_MARGIN, frame_hw[0])
     x1 = tf.minimum(x + w + _CROP_MARGIN, frame_hw[1])
-    window = tf.cast(tf.stack([y0, x0, y1 - y0, x1 - x0]), tf.int32)
+    windows = tf.cast(tf.stack([y0, x0, y1 - y0, x1 - x0], axis=1), tf.int32)
+    boxes = tf.cast(tf.stack([y - y0, x - x0, tf.zeros_like(y)], axis=1), tf.int32)
+    return windows, boxes
+
+
+def _decode_window_tf(data, window, box, crop_size):
+    """Decodes only `window` of a frame and returns the crop_size box at `box` in it."""
     image = tf.io.decode_and_crop_jpeg(data, window, channels=3, dct_method=_DCT_METHOD)
-    return image[y - y0 : y - y0 + h, x - x0 : x - x0 + w]
+    return tf.slice(image, box, [*crop_size, 3])
 
 
 def _decode_np(frames, index, label):
