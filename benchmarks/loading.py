@@ -112,12 +112,16 @@ def clip_starts(lengths: list[int], num_frames: int, count: int, seed: int = 0) 
     return [(int(v), int(rng.integers(0, lengths[v] - num_frames + 1))) for v in videos]
 
 
-def jpeg_bound(videos: list[list[bytes]], num_frames: int, clips: int = 4096) -> tf.data.Dataset:
+def jpeg_bound(
+    videos: list[list[bytes]], num_frames: int, clips: int = 4096, crop: tuple | None = None
+) -> tf.data.Dataset:
     """(d) Exactly a clip's JPEGs, held in memory, decoded with all cores.
 
     Each clip is one tf.data element holding `num_frames` independent
     decode_jpeg ops (the executor runs them in parallel); a parallel map
     decodes several clips at once. (Faster here than one element per frame.)
+    With `crop` (h, w), each clip's frames are decoded with
+    `decode_and_crop_jpeg` at one random box: the fused crop's decode alone.
     """
     offsets = np.cumsum([0] + [len(v) for v in videos])
     frames = tf.constant([f for video in videos for f in video])
@@ -127,12 +131,17 @@ def jpeg_bound(videos: list[list[bytes]], num_frames: int, clips: int = 4096) ->
     def decode(clip_indices):
         """The clip's frames, one decode op each."""
         data = tf.gather(frames, clip_indices)
-        return tf.stack(
-            [
-                tf.io.decode_jpeg(data[i], channels=3, dct_method=DCT_METHOD)
-                for i in range(num_frames)
-            ]
-        )
+        if crop is None:
+            decode_one = lambda jpeg: tf.io.decode_jpeg(jpeg, channels=3, dct_method=DCT_METHOD)
+        else:
+            height, width = tf.unstack(tf.io.extract_jpeg_shape(data[0])[:2])
+            y = tf.random.uniform([], 0, height - crop[0] + 1, tf.int32)
+            x = tf.random.uniform([], 0, width - crop[1] + 1, tf.int32)
+            window = tf.stack([y, x, *crop])
+            decode_one = lambda jpeg: tf.io.decode_and_crop_jpeg(
+                jpeg, window, channels=3, dct_method=DCT_METHOD
+            )
+        return tf.stack([decode_one(data[i]) for i in range(num_frames)])
 
     dataset = tf.data.Dataset.from_tensor_slices(indices).repeat()
     return dataset.map(decode, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)

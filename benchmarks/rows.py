@@ -14,6 +14,7 @@ from sections import (
     BOUND_N,
     BUILD_1,
     BUILD_N,
+    D_CROP,
     FUSED,
     NUM_FRAMES,
     SKIP,
@@ -85,6 +86,8 @@ def crop_rows(rates: dict[str, list[float]]) -> list[Row]:
     med = {name: timing.median(r) for name, r in rates.items()}
     rows = [Row(CROP, name, f"{med[name]:.1f} clips/s") for name in (FUSED, UNFUSED)]
     rows.append(ratio_row(CROP, "fused/unfused", timing.ratio(rates[FUSED], rates[UNFUSED]), 1.4))
+    rows.append(Row(CROP, D_CROP, f"{med[D_CROP]:.1f} clips/s; (d), whole frames: {med[D]:.1f}"))
+    rows.append(ratio_row(CROP, "decode alone: box/whole frame", timing.ratio(rates[D_CROP], rates[D])))
     for name in (TRAIN, TRAIN_U8):
         result = f"{med[name]:.1f} clips/s = {med[name] / BATCH:.1f} batches/s"
         rows.append(Row(TRAINING, name, result))

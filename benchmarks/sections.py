@@ -28,6 +28,7 @@ A2 = "(a2) as (a), 2 clips per record read: ClipDecoder(64, num_clips=2)"
 B = "(b) TFDS default decode of every frame, slice 64"
 C = "(c) OpenCV seek + decode 64 frames of the mp4"
 D = "(d) bound: decode_jpeg of exactly the clip's JPEGs, in memory"
+D_CROP = "decode alone: decode_and_crop_jpeg of a clip's JPEGs at a 224x224 box, in memory"
 E = "(e) raw uint8 frames in TFRecord, slice 64"
 SKIP = "read + parse records only (SkipDecoding)"
 FUSED = "ClipDecoder(64, crop_size=(224, 224))"
@@ -120,6 +121,7 @@ def load_section(load_set, data_dir: str, raw_dir: str, size: Size) -> tuple[dic
     videos = loading.stored_frames(data_dir, "default", size.load_videos)
     streams = {
         D: Stream(partial(iter_of, loading.jpeg_bound, videos, NUM_FRAMES)),
+        D_CROP: Stream(partial(iter_of, loading.jpeg_bound, videos, NUM_FRAMES, crop=CROP)),
         B: Stream(partial(iter_of, loading.full_decode, data_dir, "default", NUM_FRAMES)),
         C: Stream(partial(loading.opencv_seek, load_set.paths, NUM_FRAMES, os.cpu_count())),
         SKIP: Stream(partial(iter_of, loading.skip_decoding, data_dir, "default")),
