@@ -13,9 +13,12 @@ import dataclasses
 import json
 import os
 import pickle
+import queue
 import subprocess
 import sys
+import threading
 from collections.abc import Iterable, Iterator
+from typing import Self
 
 from absl import logging
 
@@ -148,20 +151,26 @@ class Workers:
     may be running TensorFlow's threads), started once per build. Tasks go out
     round-robin and results come back in manifest order; at most two videos
     per worker are in flight, so memory stays bounded whatever the manifest's
-    length. A worker that crashes (FFmpeg on a hostile file) costs only that
-    video, which is recorded as skipped, and is restarted.
+    length. A thread per worker reads its results as soon as they are written,
+    so a worker starts its next video while the parent is still serializing
+    another worker's. A worker that crashes (FFmpeg on a hostile file) costs
+    only that video, which is recorded as skipped, and is restarted.
     """
 
     def __init__(self, num_workers: int = 0):
         self.num_workers = num_workers or os.cpu_count() or 1
-        self._processes: list[subprocess.Popen] = []
+        self._processes: list[subprocess.Popen | None] = []
+        self._results: list[queue.SimpleQueue | None] = []  # outcomes read from each worker
 
     def run_all(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
         if self.num_workers == 1:
             yield from map(run, tasks)
             return
         if not self._processes:
-            self._processes = [_start_worker() for _ in range(self.num_workers)]
+            self._processes = [None] * self.num_workers
+            self._results = [None] * self.num_workers
+            for worker in range(self.num_workers):
+                self._start(worker)
         in_flight = collections.deque()  # (worker index, task), in manifest order
         for number, task in enumerate(tasks):
             worker = number % self.num_workers
@@ -172,6 +181,13 @@ class Workers:
         while in_flight:
             yield self._receive(*in_flight.popleft(), in_flight)
 
+    def _start(self, worker: int) -> None:
+        """Starts worker number `worker` and the thread that collects its results."""
+        process = _start_worker()
+        results = queue.SimpleQueue()
+        threading.Thread(target=_collect, args=(process, results), daemon=True).start()
+        self._processes[worker], self._results[worker] = process, results
+
     def _send(self, worker: int, task: Task) -> None:
         pipe = self._processes[worker].stdin
         pickle.dump(task, pipe, protocol=pickle.HIGHEST_PROTOCOL)
@@ -179,12 +195,11 @@ class Workers:
 
     def _receive(self, worker: int, task: Task, in_flight: collections.deque) -> Outcome:
         """The worker's next outcome; if it died, a skip record and a new worker."""
-        process = self._processes[worker]
-        try:
-            return pickle.load(process.stdout)
-        except (EOFError, pickle.UnpicklingError):
-            code = process.wait()
-        self._processes[worker] = _start_worker()
+        outcome = self._results[worker].get()
+        if outcome is not None:
+            return outcome
+        code = self._processes[worker].wait()
+        self._start(worker)
         for other, pending in in_flight:  # what the dead worker had not done yet
             if other == worker:
                 self._send(worker, pending)
@@ -196,13 +211,22 @@ class Workers:
             process.kill()
             process.wait()
             process.stdout.close()
-        self._processes = []
+        self._processes, self._results = [], []
 
-    def __enter__(self) -> Workers:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def _collect(process: subprocess.Popen, results: queue.SimpleQueue) -> None:
+    """Puts each outcome the worker writes into `results`, then None when it ends."""
+    try:
+        while True:
+            results.put(pickle.load(process.stdout))
+    except (EOFError, pickle.UnpicklingError, OSError, ValueError):
+        results.put(None)
 
 
 def _start_worker() -> subprocess.Popen:
