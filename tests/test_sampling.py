@@ -16,7 +16,7 @@ import tensorflow_datasets as tfds
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from video_tfrecords import sampling
+from video_tfrecords import clip_plan, pipeline, sampling
 from video_tfrecords.sampling import ClipDecoder
 
 H, W = 32, 48
@@ -190,7 +190,7 @@ def test_short_video_error_names_the_video():
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"`clip_007.mp4` has 5 frames.*11"):
         decoder.sample(tf.constant(frames), name="clip_007.mp4")
     # Without a name the video is identified by its fingerprint.
-    fingerprint = sampling.video_fingerprint_np(frames)
+    fingerprint = clip_plan.video_fingerprint_np(frames)
     with pytest.raises(tf.errors.InvalidArgumentError, match=f"fingerprint {fingerprint}"):
         decoder.sample(tf.constant(frames))
     with pytest.raises(ValueError, match=f"fingerprint {fingerprint}.* 5 frames.*spans 11"):
@@ -276,10 +276,10 @@ def test_same_seed_same_pixels_including_crop_and_flip(video):
 
 
 def test_fold_in_gives_per_epoch_seeds_that_replay():
-    seeds = [sampling.fold_in(7, epoch) for epoch in range(4)]
+    seeds = [clip_plan.fold_in(7, epoch) for epoch in range(4)]
     assert len(set(seeds)) == 4
-    assert seeds == [sampling.fold_in(7, epoch) for epoch in range(4)]
-    assert seeds == [int(sampling.fold_in(7, tf.constant(e, tf.int64))) for e in range(4)]
+    assert seeds == [clip_plan.fold_in(7, epoch) for epoch in range(4)]
+    assert seeds == [int(clip_plan.fold_in(7, tf.constant(e, tf.int64))) for e in range(4)]
     assert all(-(2**63) <= s < 2**63 for s in seeds)
 
     frames = tf.constant(make_frames(30, 8, 8))
@@ -345,7 +345,7 @@ def test_random_starts_are_uniform_over_the_valid_range():
     n = 3200
     starts = (
         tf.data.Dataset.range(n)
-        .map(lambda s: decoder.plan(frames, sampling.fold_in(2024, s))["indices"][0, 0])
+        .map(lambda s: decoder.plan(frames, clip_plan.fold_in(2024, s))["indices"][0, 0])
         .batch(n)
         .get_single_element()
         .numpy()
@@ -531,7 +531,7 @@ def test_numpy_path_matches_tf_path(video, kwargs):
         np_clip = decoder.sample_np(np.array(frames, dtype=object), seed)
         assert np_clip.dtype == np.uint8
         np.testing.assert_array_equal(np_clip, tf_clip)
-    assert sampling.video_fingerprint_np(frames) == int(sampling.video_fingerprint(frames_t))
+    assert clip_plan.video_fingerprint_np(frames) == int(clip_plan.video_fingerprint(frames_t))
 
 
 @settings(max_examples=40, deadline=None)
@@ -568,18 +568,18 @@ def test_plans_agree_and_stay_in_range(length, num_frames, stride, mode, num_cli
 
 def test_fingerprint_is_a_content_identity():
     frames = make_frames(9, seed=6)
-    base = sampling.video_fingerprint_np(frames)
-    assert base == sampling.video_fingerprint_np(list(frames))  # content, not object
+    base = clip_plan.video_fingerprint_np(frames)
+    assert base == clip_plan.video_fingerprint_np(list(frames))  # content, not object
     changed = [
         [make_frames(1, seed=99)[0]] + frames[1:],  # first frame
         frames[:4] + make_frames(1, seed=98) + frames[5:],  # middle frame
         frames[:-1] + make_frames(1, seed=97),  # last frame
         frames[:-1],  # length
     ]
-    prints = {sampling.video_fingerprint_np(f) for f in changed}
+    prints = {clip_plan.video_fingerprint_np(f) for f in changed}
     assert len(prints) == 4 and base not in prints
     for f in changed:
-        assert int(sampling.video_fingerprint(tf.constant(f))) == sampling.video_fingerprint_np(f)
+        assert int(clip_plan.video_fingerprint(tf.constant(f))) == clip_plan.video_fingerprint_np(f)
 
 
 def test_decoder_survives_pickling_after_use(video):
@@ -810,7 +810,7 @@ def test_clip_dataset_training(tiny_data_dir):
         "shuffle_buffer": 8,
         "num_epochs": 2,
     }
-    ds = sampling.clip_dataset(seed=3, **kwargs)
+    ds = pipeline.clip_dataset(seed=3, **kwargs)
     assert tuple(ds.element_spec[0].shape) == (2, 4, 16, 16, 3)
     assert ds.element_spec[0].dtype == tf.float32
     batches = _run(ds)
@@ -831,7 +831,7 @@ def test_clip_dataset_training(tiny_data_dir):
     frames = {int(ex["label"]): ex["video"] for ex in raw}
     decoder = ClipDecoder(4, stride=(1, 2), crop_size=(16, 16), flip=True)
     for position, (clip, label) in enumerate(zip(clips, labels)):
-        epoch_seed = sampling.fold_in(3, position // NUM_VIDEOS)
+        epoch_seed = clip_plan.fold_in(3, position // NUM_VIDEOS)
         expected = decoder.sample(frames[int(label)], epoch_seed).numpy()
         np.testing.assert_array_equal(np.round(clip * 255).astype(np.uint8), expected)
     # So clips change between epochs ...
@@ -839,11 +839,11 @@ def test_clip_dataset_training(tiny_data_dir):
     second = {int(lab): c for lab, c in zip(labels[NUM_VIDEOS:], clips[NUM_VIDEOS:])}
     assert any(not np.array_equal(first[i], second[i]) for i in first)
     # ... and a run replays exactly with the same seed, not with another one.
-    again = _run(sampling.clip_dataset(seed=3, **kwargs))
+    again = _run(pipeline.clip_dataset(seed=3, **kwargs))
     for (c1, l1), (c2, l2) in zip(batches, again):
         np.testing.assert_array_equal(c1, c2)
         np.testing.assert_array_equal(l1, l2)
-    other = _run(sampling.clip_dataset(seed=4, **kwargs))
+    other = _run(pipeline.clip_dataset(seed=4, **kwargs))
     assert any(not np.array_equal(a[0], b[0]) for a, b in zip(batches, other))
 
 
@@ -857,14 +857,14 @@ def test_clip_dataset_without_seed_differs_between_runs(tiny_data_dir):
         "num_epochs": 1,
         "dtype": tf.uint8,
     }
-    a = _by_label(_run(sampling.clip_dataset(**kwargs)))
-    b = _by_label(_run(sampling.clip_dataset(**kwargs)))
+    a = _by_label(_run(pipeline.clip_dataset(**kwargs)))
+    b = _by_label(_run(pipeline.clip_dataset(**kwargs)))
     assert a.keys() == b.keys() == set(range(NUM_VIDEOS))
     assert any(not np.array_equal(a[i][0], b[i][0]) for i in a)
 
 
 def test_clip_dataset_errors_name_the_file(tiny_data_dir):
-    ds = sampling.clip_dataset(
+    ds = pipeline.clip_dataset(
         name="sampling_test_videos",
         data_dir=tiny_data_dir,
         num_frames=13,  # video_0 has 12 frames
@@ -877,7 +877,7 @@ def test_clip_dataset_errors_name_the_file(tiny_data_dir):
 
 
 def test_clip_dataset_static_frame_size_without_crop(tiny_data_dir):
-    ds = sampling.clip_dataset(
+    ds = pipeline.clip_dataset(
         name="sampling_test_videos",
         data_dir=tiny_data_dir,
         num_frames=2,
@@ -890,7 +890,7 @@ def test_clip_dataset_static_frame_size_without_crop(tiny_data_dir):
 
 
 def test_clip_dataset_evaluation(tiny_data_dir):
-    ds = sampling.clip_dataset(
+    ds = pipeline.clip_dataset(
         "train",
         name="sampling_test_videos",
         data_dir=tiny_data_dir,

@@ -9,12 +9,12 @@ from video_tfrecords.config import VideoConfig
 from video_tfrecords.video_tfrecords_dataset_builder import Builder
 
 __all__ = ["Builder", "ClipDecoder", "VideoConfig", "clip_dataset", "fold_in"]
-_SAMPLING = ("ClipDecoder", "clip_dataset", "fold_in")
+_LAZY = {"ClipDecoder": "sampling", "clip_dataset": "pipeline", "fold_in": "clip_plan"}
 
 
 def __getattr__(name):
-    if name in _SAMPLING:
-        from video_tfrecords import sampling
+    if name in _LAZY:
+        import importlib
 
-        return getattr(sampling, name)
+        return getattr(importlib.import_module(f"video_tfrecords.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'video_tfrecords' has no attribute {name!r}")

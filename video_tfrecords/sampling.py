@@ -5,21 +5,13 @@ into `tfds.load(..., decoders={"video": ClipDecoder(...)})`: it picks the frame
 indices of one or more clips, an optional crop box and flip per clip, and then
 JPEG-decodes only the selected frames (and only the crop box of each).
 
-How a clip is chosen is a pure function of an unsigned 64-bit *key*:
-
-* with a `seed`, key = combine(seed, video_fingerprint), where the fingerprint
-  hashes the encoded bytes of the first, middle and last frames together with
-  the number of frames. It depends only on the example's content, so a seeded
-  decoder gives every example the same clip whatever the read order, sharding
-  or shuffling;
-* without a seed, the key is drawn from a `tf.random.Generator` that lives in a
-  variable outside the input pipeline, so every read (every epoch, every new
-  iterator) gets fresh randomness.
-
-All random integers are derived from the key with a SplitMix64-style counter
-hash written with plain uint64 arithmetic, so the TensorFlow path and the NumPy
-path (`decode_batch_example_np`, used by `tfds.data_source`) choose exactly the
-same frames, crop box and flip for the same example and seed.
+Which clip is a pure function of a 64-bit key (`clip_plan`): with a `seed`,
+the key mixes the seed with the video's content fingerprint, so every example
+gets the same clip whatever the read order, sharding or shuffling; without
+one, keys come from a `tf.random.Generator` that lives outside the input
+pipeline, so every read draws fresh randomness. The TensorFlow path and the
+NumPy path (`decode_batch_example_np`, used by `tfds.data_source`) run the
+same plan and choose the same frames, crop box and flip.
 
 JPEGs are decoded with libjpeg's accurate integer IDCT
 (`dct_method="INTEGER_ACCURATE"`), the same as OpenCV and PIL, so both paths
@@ -42,20 +34,14 @@ from __future__ import annotations
 
 import numbers
 import os
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-__all__ = [
-    "ClipDecoder",
-    "clip_dataset",
-    "fold_in",
-    "video_fingerprint",
-    "video_fingerprint_np",
-]
+from video_tfrecords import clip_plan
+
+__all__ = ["ClipDecoder"]
 
 MODES = ("random", "center", "uniform")
 SHORT_VIDEO_POLICIES = ("loop", "repeat_last", "pad", "error")
@@ -72,286 +58,6 @@ _JPEG_MAGIC = b"\xff\xd8\xff"
 # Everything here is plain Python control flow over static values; skip
 # AutoGraph's source conversion when tf.data / tf.function trace it.
 _no_autograph = tf.autograph.experimental.do_not_convert
-
-_U64 = 2**64
-_GOLDEN = 0x9E3779B97F4A7C15
-_MIX1 = 0xBF58476D1CE4E5B9
-_MIX2 = 0x94D049BB133111EB
-_BYTE_SALT = 0x243F6A8885A308D3
-_HASH_BYTES = 8192  # Bytes hashed at each end of a frame for its fingerprint.
-# Counter slots of the per-clip random draws (counter = 8 * clip + slot).
-_SLOT_STRIDE, _SLOT_START, _SLOT_CROP_Y, _SLOT_CROP_X, _SLOT_FLIP = range(5)
-
-
-# ---------------------------------------------------------------------------
-# Array backends: the clip plan is written once and run with TF or NumPy.
-# ---------------------------------------------------------------------------
-
-
-class _TFOps:
-    """TensorFlow implementations of the few ops the clip plan needs."""
-
-    u64 = staticmethod(lambda x: tf.cast(x, tf.uint64))
-    i64 = staticmethod(lambda x: tf.cast(x, tf.int64))
-    maximum = staticmethod(tf.maximum)
-    minimum = staticmethod(tf.minimum)
-    where = staticmethod(tf.where)
-
-    @staticmethod
-    def shr(x, n):
-        return tf.bitwise.right_shift(x, tf.constant(n, tf.uint64))
-
-    @staticmethod
-    def arange(n):
-        return tf.range(n, dtype=tf.int64)
-
-    @staticmethod
-    def stack(xs):
-        return tf.stack(xs)
-
-
-class _NPOps:
-    """NumPy implementations of the few ops the clip plan needs."""
-
-    u64 = staticmethod(np.uint64)
-    i64 = staticmethod(np.int64)
-    maximum = staticmethod(np.maximum)
-    minimum = staticmethod(np.minimum)
-    where = staticmethod(np.where)
-
-    @staticmethod
-    def shr(x, n):
-        return x >> np.uint64(n)
-
-    @staticmethod
-    def arange(n):
-        return np.arange(n, dtype=np.int64)
-
-    @staticmethod
-    def stack(xs):
-        return np.stack(xs)
-
-
-def _mix64(ops, x):
-    """SplitMix64 finalizer: a bijective scramble of a uint64 value."""
-    x = (x ^ ops.shr(x, 30)) * _MIX1
-    x = (x ^ ops.shr(x, 27)) * _MIX2
-    return x ^ ops.shr(x, 31)
-
-
-def _combine(ops, a, b):
-    """Hashes two uint64 values into one."""
-    return _mix64(ops, a ^ _mix64(ops, b + _GOLDEN))
-
-
-def _draw(ops, key, counter):
-    """The `counter`-th uint64 of the SplitMix64 stream started at `key`."""
-    return _mix64(ops, key + ((counter + 1) * _GOLDEN) % _U64)
-
-
-def _randint(ops, key, counter, n):
-    """An integer in [0, n) (n >= 1) from the key's stream; bias < n / 2**64."""
-    return ops.i64(_draw(ops, key, counter) % ops.u64(n))
-
-
-# ---------------------------------------------------------------------------
-# Clip plan: which frames, which crop box, which flip.
-# ---------------------------------------------------------------------------
-
-
-def _clip_strides(ops, key, length, num_frames, stride, num_clips):
-    """Frame step of each clip: fixed, or drawn from an inclusive range.
-
-    A drawn step is capped so that the clip still fits in the video (if even
-    the smallest step does not fit, the smallest is used and the short-video
-    policy applies).
-    """
-    if isinstance(stride, int):
-        return [stride] * num_clips
-    lo, hi = stride
-    if num_frames == 1:
-        top = hi
-    else:
-        fit = (length - 1) // (num_frames - 1)
-        top = ops.minimum(ops.maximum(fit, lo), hi)
-    return [lo + _randint(ops, key, 8 * c + _SLOT_STRIDE, top - lo + 1) for c in range(num_clips)]
-
-
-def _clip_span(num_frames, stride):
-    """Number of video frames covered by a clip."""
-    return (num_frames - 1) * stride + 1
-
-
-def _clip_starts(ops, key, length, spans, mode):
-    """First frame of each clip: uniform over valid starts, centred or evenly spaced."""
-    num_clips = len(spans)
-    starts = []
-    for c, span in enumerate(spans):
-        room = ops.maximum(length - span, 0)  # last valid start
-        if mode == "random":
-            starts.append(_randint(ops, key, 8 * c + _SLOT_START, room + 1))
-        elif mode == "center" or num_clips == 1:
-            starts.append(room // 2)
-        else:  # uniform
-            starts.append((c * room) // (num_clips - 1))
-    return starts
-
-
-def _frame_indices(ops, start, stride, num_frames):
-    """Indices start, start + stride, ... of one clip (may run past the end)."""
-    return start + ops.arange(num_frames) * stride
-
-
-def _fit_indices(ops, indices, length, policy):
-    """Maps out-of-range indices per short-video policy; -1 marks a padded frame."""
-    if policy == "loop":
-        return indices % length
-    if policy == "repeat_last":
-        return ops.minimum(indices, length - 1)
-    if policy == "pad":
-        return ops.where(indices < length, indices, -1)
-    return indices  # "error": checked before.
-
-
-def _crop_offsets(ops, key, height, width, crop_size, crop, num_clips):
-    """Top-left corner (y, x) of each clip's crop box."""
-    h, w = crop_size
-    room_y = ops.maximum(height - h, 0)
-    room_x = ops.maximum(width - w, 0)
-    offsets = []
-    for c in range(num_clips):
-        if crop == "random":
-            y = _randint(ops, key, 8 * c + _SLOT_CROP_Y, room_y + 1)
-            x = _randint(ops, key, 8 * c + _SLOT_CROP_X, room_x + 1)
-        else:
-            y, x = room_y // 2, room_x // 2
-        offsets.append(ops.stack([y, x]))
-    return ops.stack(offsets)
-
-
-def _flip_flags(ops, key, num_clips):
-    """One horizontal-flip coin per clip."""
-    return ops.stack([(_draw(ops, key, 8 * c + _SLOT_FLIP) & 1) == 1 for c in range(num_clips)])
-
-
-# ---------------------------------------------------------------------------
-# Example identity and seeds.
-# ---------------------------------------------------------------------------
-
-
-def _sum_hash_tf(data):
-    """Position-aware uint64 hash of a scalar string tensor."""
-    b = tf.cast(tf.io.decode_raw(data, tf.uint8), tf.uint64)
-    pos = tf.cast(tf.range(tf.size(b, out_type=tf.int64)), tf.uint64)
-    return tf.reduce_sum(_mix64(_TFOps, pos * 256 + b + _BYTE_SALT))
-
-
-def _sum_hash_np(data: bytes):
-    """NumPy twin of `_sum_hash_tf`."""
-    b = np.frombuffer(data, np.uint8).astype(np.uint64)
-    pos = np.arange(b.size, dtype=np.uint64)
-    return np.uint64(_mix64(_NPOps, pos * np.uint64(256) + b + np.uint64(_BYTE_SALT)).sum())
-
-
-def _bytes_hash_tf(data):
-    """uint64 hash of an encoded frame: its length, first and last _HASH_BYTES bytes.
-
-    Bounded so that large frames cost no more than small ones.
-    """
-    size = tf.strings.length(data)
-    head = tf.strings.substr(data, 0, _HASH_BYTES)
-    tail = tf.strings.substr(data, tf.maximum(size - _HASH_BYTES, 0), _HASH_BYTES)
-    h = _combine(_TFOps, _sum_hash_tf(head), _sum_hash_tf(tail))
-    return _combine(_TFOps, h, tf.cast(size, tf.uint64))
-
-
-def _bytes_hash_np(data):
-    """NumPy twin of `_bytes_hash_tf`."""
-    data = bytes(data)
-    head, tail = data[:_HASH_BYTES], data[max(len(data) - _HASH_BYTES, 0) :]
-    h = _combine(_NPOps, _sum_hash_np(head), _sum_hash_np(tail))
-    return _combine(_NPOps, h, np.uint64(len(data)))
-
-
-@tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
-def _fingerprint_u64_tf(frames):
-    """uint64 identity of a video: first/middle/last frame bytes and the length.
-
-    A tf.function, so graphs that need it in several places (key, error
-    messages) trace it once and call it.
-    """
-    length = tf.shape(frames, out_type=tf.int64)[0]
-    padded = tf.concat([frames, [b""]], axis=0)  # An empty video hashes b"".
-    h = tf.cast(length, tf.uint64)
-    for i in (0, length // 2, tf.maximum(length - 1, 0)):
-        h = _combine(_TFOps, h, _bytes_hash_tf(padded[i]))
-    return h
-
-
-def _fingerprint_u64_np(frames):
-    """NumPy twin of `_fingerprint_u64_tf`."""
-    length = len(frames)
-    h = np.uint64(length)
-    for i in (0, length // 2, max(length - 1, 0)):
-        h = _combine(_NPOps, h, _bytes_hash_np(frames[i] if length else b""))
-    return h
-
-
-@_no_autograph
-def video_fingerprint(frames) -> tf.Tensor:
-    """int64 content identity of a video given as a 1-D tensor of encoded frames.
-
-    It hashes the encoded bytes of the first, middle and last frames and the
-    number of frames; `video_fingerprint_np` computes the same value. Error
-    messages of `ClipDecoder` name videos by this value.
-    """
-    frames = tf.convert_to_tensor(frames, tf.string)
-    return tf.bitcast(_fingerprint_u64_tf(frames), tf.int64)
-
-
-def video_fingerprint_np(frames) -> int:
-    """NumPy/Python twin of `video_fingerprint`."""
-    with np.errstate(over="ignore"):
-        return _to_signed(_fingerprint_u64_np(frames))
-
-
-def _to_signed(u) -> int:
-    """uint64 -> Python int in the int64 range."""
-    v = int(u)
-    return v - _U64 if v >= 2**63 else v
-
-
-def _is_tensor(x) -> bool:
-    return isinstance(x, (tf.Tensor, tf.Variable))
-
-
-def _seed_u64_tf(seed):
-    """A seed (Python int or integer tensor) as a uint64 tensor."""
-    if isinstance(seed, numbers.Integral):
-        return tf.constant(int(seed) % _U64, tf.uint64)
-    seed = tf.convert_to_tensor(seed)
-    if seed.dtype == tf.uint64:
-        return seed
-    return tf.bitcast(tf.cast(seed, tf.int64), tf.uint64)
-
-
-def _seed_u64_np(seed):
-    """A seed (Python or NumPy integer) as np.uint64."""
-    return np.uint64(int(seed) % _U64)
-
-
-@_no_autograph
-def fold_in(seed, data):
-    """Derives a new int64 seed from `seed` and `data`, e.g. (user seed, epoch).
-
-    With Python ints it returns a Python int; if either argument is a tensor it
-    returns an int64 tensor with the same value.
-    """
-    if _is_tensor(seed) or _is_tensor(data):
-        u = _combine(_TFOps, _seed_u64_tf(seed), _seed_u64_tf(data))
-        return tf.bitcast(u, tf.int64)
-    with np.errstate(over="ignore"):
-        return _to_signed(_combine(_NPOps, _seed_u64_np(seed), _seed_u64_np(data)))
 
 
 # ---------------------------------------------------------------------------
@@ -399,8 +105,8 @@ def _video_label_tf(frames, name):
         return _message_tf("`", name, "`")
     return _message_tf(
         "(fingerprint ",
-        video_fingerprint(frames),
-        "; see sampling.video_fingerprint)",
+        clip_plan.video_fingerprint(frames),
+        "; see video_tfrecords.clip_plan.video_fingerprint)",
     )
 
 
@@ -410,7 +116,7 @@ def _video_label_np(frames, name):
         if isinstance(name, bytes):
             name = name.decode("utf-8", "replace")
         return f"`{name}`"
-    return f"(fingerprint {video_fingerprint_np(frames)}; see sampling.video_fingerprint)"
+    return f"(fingerprint {clip_plan.video_fingerprint_np(frames)}; see video_tfrecords.clip_plan.video_fingerprint)"
 
 
 # ---------------------------------------------------------------------------
@@ -418,21 +124,21 @@ def _video_label_np(frames, name):
 # ---------------------------------------------------------------------------
 
 
-def _is_int(x) -> bool:
+def is_int(x) -> bool:
     return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
-def _check_positive_int(name, value):
-    if not _is_int(value) or value <= 0:
+def check_positive_int(name, value):
+    if not is_int(value) or value <= 0:
         raise ValueError(f"{name} must be a positive int, got {value!r}.")
     return int(value)
 
 
 def _check_stride(stride):
     """Validates `stride`: a positive int or an inclusive (min, max) range."""
-    if _is_int(stride):
-        return _check_positive_int("stride", stride)
-    if isinstance(stride, (tuple, list)) and len(stride) == 2 and all(_is_int(s) for s in stride):
+    if is_int(stride):
+        return check_positive_int("stride", stride)
+    if isinstance(stride, (tuple, list)) and len(stride) == 2 and all(is_int(s) for s in stride):
         lo, hi = int(stride[0]), int(stride[1])
         if 0 < lo <= hi:
             return (lo, hi) if lo < hi else lo
@@ -454,7 +160,7 @@ def _check_crop_size(crop_size):
     if (
         isinstance(crop_size, (tuple, list))
         and len(crop_size) == 2
-        and all(_is_int(s) and s > 0 for s in crop_size)
+        and all(is_int(s) and s > 0 for s in crop_size)
     ):
         return int(crop_size[0]), int(crop_size[1])
     raise ValueError(f"crop_size must be None or two positive ints (h, w), got {crop_size!r}.")
@@ -513,10 +219,10 @@ class ClipDecoder(tfds.decode.Decoder):
         seed: int | None = None,
     ):
         super().__init__()
-        self.num_frames = _check_positive_int("num_frames", num_frames)
+        self.num_frames = check_positive_int("num_frames", num_frames)
         self.stride = _check_stride(stride)
         self.mode = _check_choice("mode", mode, MODES)
-        self.num_clips = _check_positive_int("num_clips", num_clips)
+        self.num_clips = check_positive_int("num_clips", num_clips)
         if self.mode == "center" and self.num_clips != 1:
             raise ValueError(
                 "mode='center' gives a single clip; use num_clips=1 or "
@@ -528,7 +234,7 @@ class ClipDecoder(tfds.decode.Decoder):
         if not isinstance(flip, (bool, np.bool_)):
             raise ValueError(f"flip must be a bool, got {flip!r}.")  # noqa: TRY004
         self.flip = bool(flip)
-        if seed is not None and not _is_int(seed):
+        if seed is not None and not is_int(seed):
             raise ValueError(f"seed must be None or an int, got {seed!r}.")
         self.seed = None if seed is None else int(seed)
         self._generator = None
@@ -544,7 +250,7 @@ class ClipDecoder(tfds.decode.Decoder):
     def min_span(self) -> int:
         """Frames covered by a clip with the smallest stride."""
         lo = self.stride if isinstance(self.stride, int) else self.stride[0]
-        return _clip_span(self.num_frames, lo)
+        return clip_plan.clip_span(self.num_frames, lo)
 
     @property
     def dtype(self):
@@ -608,27 +314,29 @@ class ClipDecoder(tfds.decode.Decoder):
         seed = self.seed if seed is None else seed
         if seed is None:
             return self._fresh_key_tf()
-        return _combine(_TFOps, _seed_u64_tf(seed), _fingerprint_u64_tf(frames))
+        return clip_plan.seeded_key_tf(seed, frames)
 
     def _key_np(self, frames, seed):
         """NumPy twin of `_key_tf` (fresh keys come from os.urandom)."""
         seed = self.seed if seed is None else seed
         if seed is None:
             return np.uint64(int.from_bytes(os.urandom(8), "little"))
-        return _combine(_NPOps, _seed_u64_np(seed), _fingerprint_u64_np(frames))
+        return clip_plan.seeded_key_np(seed, frames)
 
     # -- plans -----------------------------------------------------------------
 
     def _temporal_plan(self, ops, key, length):
         """[num_clips, T] frame indices (-1 = padding) for a video of `length`."""
-        strides = _clip_strides(ops, key, length, self.num_frames, self.stride, self.num_clips)
-        spans = [_clip_span(self.num_frames, s) for s in strides]
-        starts = _clip_starts(ops, key, length, spans, self.mode)
+        strides = clip_plan.clip_strides(
+            ops, key, length, self.num_frames, self.stride, self.num_clips
+        )
+        spans = [clip_plan.clip_span(self.num_frames, s) for s in strides]
+        starts = clip_plan.clip_starts(ops, key, length, spans, self.mode)
         return ops.stack(
             [
-                _fit_indices(
+                clip_plan.fit_indices(
                     ops,
-                    _frame_indices(ops, start, s, self.num_frames),
+                    clip_plan.frame_indices(ops, start, s, self.num_frames),
                     length,
                     self.short_video,
                 )
@@ -673,7 +381,7 @@ class ClipDecoder(tfds.decode.Decoder):
             )
         with tf.control_dependencies(checks):
             key = self._key_tf(frames, seed)
-            indices = self._temporal_plan(_TFOps, key, length)
+            indices = self._temporal_plan(clip_plan.TFOps, key, length)
         plan = {"indices": indices}
         frame_hw = None
         if self.crop_size is not None:
@@ -698,8 +406,8 @@ class ClipDecoder(tfds.decode.Decoder):
                 )
             )
             with tf.control_dependencies(checks):
-                plan["crop_offsets"] = _crop_offsets(
-                    _TFOps,
+                plan["crop_offsets"] = clip_plan.crop_offsets(
+                    clip_plan.TFOps,
                     key,
                     frame_hw[0],
                     frame_hw[1],
@@ -710,7 +418,7 @@ class ClipDecoder(tfds.decode.Decoder):
         else:
             plan["crop_offsets"] = tf.zeros([self.num_clips, 2], tf.int64)
         if self.flip:
-            plan["flip"] = _flip_flags(_TFOps, key, self.num_clips)
+            plan["flip"] = clip_plan.flip_flags(clip_plan.TFOps, key, self.num_clips)
         else:
             plan["flip"] = tf.zeros([self.num_clips], tf.bool)
         return plan, checks, frame_hw
@@ -733,7 +441,7 @@ class ClipDecoder(tfds.decode.Decoder):
             )
         with np.errstate(over="ignore"):
             key = self._key_np(frames, seed)
-            indices = self._temporal_plan(_NPOps, key, np.int64(length))
+            indices = self._temporal_plan(clip_plan.NPOps, key, np.int64(length))
             plan = {"indices": np.asarray(indices, np.int64)}
             if self.crop_size is not None:
                 first = int(indices[0, 0])
@@ -746,8 +454,8 @@ class ClipDecoder(tfds.decode.Decoder):
                         f"{label()} ({height}x{width})."
                     )
                 plan["crop_offsets"] = np.asarray(
-                    _crop_offsets(
-                        _NPOps,
+                    clip_plan.crop_offsets(
+                        clip_plan.NPOps,
                         key,
                         np.int64(height),
                         np.int64(width),
@@ -760,7 +468,9 @@ class ClipDecoder(tfds.decode.Decoder):
             else:
                 plan["crop_offsets"] = np.zeros([self.num_clips, 2], np.int64)
             if self.flip:
-                plan["flip"] = np.asarray(_flip_flags(_NPOps, key, self.num_clips))
+                plan["flip"] = np.asarray(
+                    clip_plan.flip_flags(clip_plan.NPOps, key, self.num_clips)
+                )
             else:
                 plan["flip"] = np.zeros([self.num_clips], bool)
         return plan
@@ -942,125 +652,3 @@ def _decode_np(frames, index, label):
     if image is None:
         raise ValueError(f"Frame {index} of video {label()} is not a valid JPEG.")
     return image
-
-
-# ---------------------------------------------------------------------------
-# Convenience input pipeline.
-# ---------------------------------------------------------------------------
-
-
-def clip_dataset(
-    split: str = "train",
-    *,
-    num_frames: int,
-    batch_size: int,
-    training: bool = True,
-    seed: int | None = None,
-    data_dir: str | None = None,
-    builder_kwargs: Mapping[str, Any] | None = None,
-    shuffle_buffer: int = 256,
-    num_epochs: int | None = None,
-    dtype: tf.dtypes.DType = tf.float32,
-    num_parallel_calls: int = tf.data.AUTOTUNE,
-    name: str = "video_tfrecords",
-    **clip_kwargs,
-) -> tf.data.Dataset:
-    """A batched `(clip, label)` dataset for training or evaluation.
-
-    Reads `name` with TFDS without decoding the videos, then samples and
-    decodes one clip per example with `ClipDecoder(num_frames, **clip_kwargs)`.
-
-    Training (`training=True`): files and examples are shuffled, clips default
-    to mode="random" with random crops, the dataset repeats `num_epochs` times
-    (forever if None) and batches drop the remainder (static batch size).
-    Each epoch e uses the seed `fold_in(seed, e)` for example shuffling and
-    clip sampling, so clips change every epoch yet a seeded run replays
-    exactly; without a seed each epoch draws a fresh random seed.
-
-    Evaluation (`training=False`): one pass (unless `num_epochs`), no
-    shuffling, clips default to mode="center" / crop="center", and the last
-    partial batch is kept.
-
-    Args:
-        split: TFDS split.
-        num_frames: frames per clip.
-        batch_size: clips per batch.
-        training: training or evaluation defaults (see above).
-        seed: optional int for a reproducible pipeline.
-        data_dir: TFDS data directory.
-        builder_kwargs: forwarded to `tfds.load` (e.g. {"config": ...}).
-        shuffle_buffer: example shuffle buffer (training only).
-        num_epochs: number of passes; None = forever in training, 1 in eval.
-        dtype: tf.float32 (default) gives values in [0, 1]; tf.uint8 keeps raw
-            bytes (4x less memory; normalise on the accelerator).
-        num_parallel_calls: parallelism of clip decoding.
-        name: registered TFDS dataset name.
-        **clip_kwargs: other `ClipDecoder` arguments (stride, mode, num_clips,
-            short_video, crop_size, crop, flip).
-
-    Returns:
-        A `tf.data.Dataset` of `(clip, label)` batches.
-    """
-    if "seed" in clip_kwargs:
-        raise ValueError("Pass seed= directly to clip_dataset.")
-    clip_kwargs.setdefault("mode", "random" if training else "center")
-    clip_kwargs.setdefault("crop", "random" if training else "center")
-    decoder = ClipDecoder(num_frames, **clip_kwargs)
-    batch_size = _check_positive_int("batch_size", batch_size)
-    if seed is not None and not _is_int(seed):
-        raise ValueError(f"seed must be None or an int, got {seed!r}.")
-    dtype = tf.as_dtype(dtype)
-    if dtype not in (tf.uint8, tf.float32):
-        raise ValueError(f"dtype must be tf.uint8 or tf.float32, got {dtype!r}.")
-    if num_epochs is None and not training:
-        num_epochs = 1
-    if num_epochs is not None:
-        num_epochs = _check_positive_int("num_epochs", num_epochs)
-    shuffle_buffer = _check_positive_int("shuffle_buffer", shuffle_buffer)
-
-    read_config = tfds.ReadConfig(
-        try_autocache=False,
-        shuffle_seed=seed,
-        shuffle_reshuffle_each_iteration=True,
-    )
-    examples, info = tfds.load(
-        name,
-        split=split,
-        data_dir=data_dir,
-        builder_kwargs=dict(builder_kwargs) if builder_kwargs else None,
-        shuffle_files=training,
-        decoders={"video": tfds.decode.SkipDecoding()},
-        read_config=read_config,
-        with_info=True,
-    )
-    # The frame feature gives static frame sizes (when fixed) and is checked to be JPEG.
-    decoder.setup(feature=info.features["video"].feature)
-    keep = [k for k in ("video", "label", "filename") if k in examples.element_spec]
-    examples = examples.map(lambda ex: {k: ex[k] for k in keep})
-
-    if num_epochs is None:
-        epochs = tf.data.Dataset.counter()
-    else:
-        epochs = tf.data.Dataset.range(num_epochs)
-
-    if seed is not None:
-        epoch_seeds = epochs.map(lambda e: fold_in(seed, e))
-    else:
-        epoch_seeds = epochs.map(lambda e: tf.bitcast(decoder._fresh_key_tf(), tf.int64))
-
-    def one_epoch(epoch_seed):
-        ds = examples
-        if training:
-            ds = ds.shuffle(shuffle_buffer, seed=epoch_seed, reshuffle_each_iteration=False)
-        return ds.map(lambda ex: (ex, epoch_seed))
-
-    def to_clip(ex, epoch_seed):
-        clip = decoder.sample(ex["video"], epoch_seed, name=ex.get("filename"))
-        if dtype == tf.float32:
-            clip = tf.image.convert_image_dtype(clip, tf.float32)
-        return clip, ex["label"]
-
-    ds = epoch_seeds.flat_map(one_epoch)
-    ds = ds.map(to_clip, num_parallel_calls=num_parallel_calls)
-    ds = ds.batch(batch_size, drop_remainder=training)
-    return ds.prefetch(tf.data.AUTOTUNE)
