@@ -87,7 +87,9 @@ def crop_rows(rates: dict[str, list[float]]) -> list[Row]:
     rows = [Row(CROP, name, f"{med[name]:.1f} clips/s") for name in (FUSED, UNFUSED)]
     rows.append(ratio_row(CROP, "fused/unfused", timing.ratio(rates[FUSED], rates[UNFUSED]), 1.4))
     rows.append(Row(CROP, D_CROP, f"{med[D_CROP]:.1f} clips/s; (d), whole frames: {med[D]:.1f}"))
-    rows.append(ratio_row(CROP, "decode alone: box/whole frame", timing.ratio(rates[D_CROP], rates[D])))
+    rows.append(
+        ratio_row(CROP, "decode alone: box/whole frame", timing.ratio(rates[D_CROP], rates[D]))
+    )
     for name in (TRAIN, TRAIN_U8):
         result = f"{med[name]:.1f} clips/s = {med[name] / BATCH:.1f} batches/s"
         rows.append(Row(TRAINING, name, result))
@@ -114,6 +116,11 @@ def build_rows(rates: dict, count: int, pool: float, cli: float | None) -> list[
         ratio_row(BUILD, "parallel/single, steady", timing.ratio(steady[BUILD_N], steady[BUILD_1])),
         ratio_row(
             BUILD, "parallel/bound (all cores)", timing.ratio(total[BUILD_N], total[BOUND_N])
+        ),
+        ratio_row(
+            BUILD,
+            "bound, all cores/1 core (what the cores give the bound itself)",
+            timing.ratio(total[BOUND_N], total[BOUND_1]),
         ),
         Row(BUILD, f"start-up of the {os.cpu_count()} build workers", f"{pool:.2f} s per build"),
     ]
