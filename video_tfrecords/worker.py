@@ -1,9 +1,10 @@
 """A build worker process: pickled `Task`s in on stdin, pickled `Outcome`s out, in order.
 
-Started as `python -m video_tfrecords.worker` by `generate.Workers`. A fresh
-interpreter imports only this package, OpenCV and NumPy (about 0.5 s), where a
-`multiprocessing` spawn would re-run the parent's main script (for `tfds
-build`, TensorFlow: seconds per worker).
+Started by `generate.Workers` as a fresh interpreter that imports this module
+under a bare `video_tfrecords` package (see `generate._WORKER_BOOTSTRAP`):
+with OpenCV and NumPy that takes about 0.2 s, where importing the package's
+`__init__` would add TFDS and a `multiprocessing` spawn would re-run the
+parent's main script (for `tfds build`, TensorFlow: seconds per worker).
 """
 
 import os
