@@ -147,30 +147,26 @@ def skip_record(task: Task, reason: str) -> dict:
 class Workers:
     """Processes that encode videos for every split of one build, in manifest order.
 
-    Each is a fresh `python -m video_tfrecords.worker` (never a fork: the parent
-    may be running TensorFlow's threads), started once per build. Tasks go out
-    round-robin and results come back in manifest order; at most two videos
-    per worker are in flight, so memory stays bounded whatever the manifest's
-    length. A thread per worker reads its results as soon as they are written,
-    so a worker starts its next video while the parent is still serializing
-    another worker's. A worker that crashes (FFmpeg on a hostile file) costs
-    only that video, which is recorded as skipped, and is restarted.
+    Each is a fresh interpreter running `video_tfrecords.worker` (never a fork:
+    the parent may be running TensorFlow's threads), started once per build.
+    Tasks go out round-robin and results come back in manifest order; at most
+    two videos per worker are in flight, so memory stays bounded whatever the
+    manifest's length. A thread per worker reads its results as soon as they
+    are written, so a worker starts its next video while the parent is still
+    serializing another worker's. A worker that crashes (FFmpeg on a hostile
+    file) costs only that video, which is recorded as skipped, and is restarted.
     """
 
     def __init__(self, num_workers: int = 0):
         self.num_workers = num_workers or os.cpu_count() or 1
-        self._processes: list[subprocess.Popen | None] = []
-        self._results: list[queue.SimpleQueue | None] = []  # outcomes read from each worker
+        self._workers: list[tuple[subprocess.Popen, queue.SimpleQueue]] = []
 
     def run_all(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
         if self.num_workers == 1:
             yield from map(run, tasks)
             return
-        if not self._processes:
-            self._processes = [None] * self.num_workers
-            self._results = [None] * self.num_workers
-            for worker in range(self.num_workers):
-                self._start(worker)
+        if not self._workers:
+            self._workers = [_start_worker() for _ in range(self.num_workers)]
         in_flight = collections.deque()  # (worker index, task), in manifest order
         for number, task in enumerate(tasks):
             worker = number % self.num_workers
@@ -181,37 +177,31 @@ class Workers:
         while in_flight:
             yield self._receive(*in_flight.popleft(), in_flight)
 
-    def _start(self, worker: int) -> None:
-        """Starts worker number `worker` and the thread that collects its results."""
-        process = _start_worker()
-        results = queue.SimpleQueue()
-        threading.Thread(target=_collect, args=(process, results), daemon=True).start()
-        self._processes[worker], self._results[worker] = process, results
-
     def _send(self, worker: int, task: Task) -> None:
-        pipe = self._processes[worker].stdin
+        pipe = self._workers[worker][0].stdin
         pickle.dump(task, pipe, protocol=pickle.HIGHEST_PROTOCOL)
         pipe.flush()
 
     def _receive(self, worker: int, task: Task, in_flight: collections.deque) -> Outcome:
         """The worker's next outcome; if it died, a skip record and a new worker."""
-        outcome = self._results[worker].get()
+        process, results = self._workers[worker]
+        outcome = results.get()
         if outcome is not None:
             return outcome
-        code = self._processes[worker].wait()
-        self._start(worker)
+        code = process.wait()
+        self._workers[worker] = _start_worker()
         for other, pending in in_flight:  # what the dead worker had not done yet
             if other == worker:
                 self._send(worker, pending)
         return Outcome(task, skipped=skip_record(task, f"the decoder crashed (exit code {code})"))
 
     def close(self) -> None:
-        for process in self._processes:
+        for process, _ in self._workers:
             process.stdin.close()
             process.kill()
             process.wait()
             process.stdout.close()
-        self._processes, self._results = [], []
+        self._workers = []
 
     def __enter__(self) -> Self:
         return self
@@ -240,11 +230,15 @@ _WORKER_BOOTSTRAP = (
 )
 
 
-def _start_worker() -> subprocess.Popen:
-    """A fresh interpreter running `worker.main` on this very package's files."""
+def _start_worker() -> tuple[subprocess.Popen, queue.SimpleQueue]:
+    """A fresh interpreter running `worker.main` on this very package's files,
+    and the queue that a thread fills with its outcomes."""
     package_dir = os.path.dirname(os.path.abspath(__file__))
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [sys.executable, "-c", _WORKER_BOOTSTRAP, package_dir],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
+    results = queue.SimpleQueue()
+    threading.Thread(target=_collect, args=(process, results), daemon=True).start()
+    return process, results
