@@ -53,9 +53,7 @@ class TFOps:
     def arange(n):
         return tf.range(n, dtype=tf.int64)
 
-    @staticmethod
-    def stack(xs):
-        return tf.stack(xs)
+    stack = staticmethod(tf.stack)
 
 
 class NPOps:
@@ -75,9 +73,7 @@ class NPOps:
     def arange(n):
         return np.arange(n, dtype=np.int64)
 
-    @staticmethod
-    def stack(xs):
-        return np.stack(xs)
+    stack = staticmethod(np.stack)
 
 
 def _mix64(ops, x):
