@@ -53,7 +53,7 @@ def test_beam_build_equals_plain_build(tmp_path):
             assert a[name]["label"] == b[name]["label"]
             np.testing.assert_array_equal(a[name]["video"], b[name]["video"])
     reloaded = tfds.builder("video_tfrecords/beam_test", data_dir=str(tmp_path / "beam"))
-    key = lambda r: (r["split"], r["path"])  # noqa: E731
+    key = lambda r: (r["split"], r["path"])
     assert sorted(reloaded.info.metadata["skipped"], key=key) == sorted(
         plain.info.metadata["skipped"], key=key
     )

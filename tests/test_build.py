@@ -219,8 +219,9 @@ class _KillsTheWorker:
 def test_a_crashing_worker_costs_only_its_video(manual_dir):
     from video_tfrecords import generate, manifest, video_io
 
-    def task(path, options=video_io.EncodeOptions()):
+    def task(path, options=None):
         entry = manifest.Entry("train.txt", 1, path, "walking")
+        options = video_io.EncodeOptions() if options is None else options
         return generate.Task("train", entry, 0, str(manual_dir / path), options)
 
     tasks = [task("v0.mp4"), task("v1.mp4", _KillsTheWorker()), task("v2.mp4"), task("v0.mp4")]

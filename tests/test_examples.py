@@ -16,6 +16,7 @@ def run_example(name, *args):
         capture_output=True,
         text=True,
         timeout=300,
+        check=False,  # the assert below shows stderr
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
