@@ -15,6 +15,7 @@ from sections import (
     BUILD_1,
     BUILD_N,
     D_CROP,
+    FLIP,
     FUSED,
     NUM_FRAMES,
     SKIP,
@@ -90,6 +91,8 @@ def crop_rows(rates: dict[str, list[float]]) -> list[Row]:
     rows.append(
         ratio_row(CROP, "decode alone: box/whole frame", timing.ratio(rates[D_CROP], rates[D]))
     )
+    rows.append(Row(CROP, FLIP, f"{med[FLIP]:.1f} clips/s"))
+    rows.append(ratio_row(CROP, "random flip/no flip", timing.ratio(rates[FLIP], rates[FUSED])))
     for name in (TRAIN, TRAIN_U8):
         result = f"{med[name]:.1f} clips/s = {med[name] / BATCH:.1f} batches/s"
         rows.append(Row(TRAINING, name, result))

@@ -33,6 +33,7 @@ E = "(e) raw uint8 frames in TFRecord, slice 64"
 SKIP = "read + parse records only (SkipDecoding)"
 FUSED = "ClipDecoder(64, crop_size=(224, 224))"
 UNFUSED = "ClipDecoder(64), then tf.image.random_crop"
+FLIP = "ClipDecoder(64, crop_size=(224, 224), flip=True)"
 TRAIN = "clip_dataset(batch 8, crop 224): shuffle, batch, prefetch; float32"
 TRAIN_U8 = "clip_dataset as above, dtype=uint8"
 
@@ -157,6 +158,7 @@ def clip_decoder_streams(loading, data_dir: str) -> dict[str, Stream]:
         A: Stream(clips),
         A2: Stream(partial(clips, num_clips=2), 2),
         FUSED: Stream(partial(clips, crop_size=CROP)),
+        FLIP: Stream(partial(clips, crop_size=CROP, flip=True)),
         UNFUSED: Stream(
             partial(iter_of, loading.then_random_crop, data_dir, "default", NUM_FRAMES, CROP)
         ),
