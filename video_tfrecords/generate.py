@@ -16,13 +16,14 @@ import pickle
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Self
 
 from absl import logging
 
-from video_tfrecords import manifest, video_io
+from video_tfrecords import manifest, serialize, video_io
 
 # Protobuf refuses messages over 2 GiB; stay well clear of it.
 MAX_EXAMPLE_BYTES = 1 << 30
@@ -49,7 +50,7 @@ class Outcome:
     """What one task produced: examples, or a skip record; maybe a note."""
 
     task: Task
-    examples: list[tuple[str, dict]] = dataclasses.field(default_factory=list)
+    examples: list[tuple[str, bytes | dict]] = dataclasses.field(default_factory=list)
     skipped: dict | None = None  # {split, path, reason}
     note: dict | None = None  # kept, but worth knowing (e.g. truncated)
 
@@ -71,7 +72,7 @@ def report(outcome: Outcome, strict: bool) -> Outcome:
     return outcome
 
 
-def examples_of(outcome: Outcome) -> list[tuple[str, dict]]:
+def examples_of(outcome: Outcome) -> list[tuple[str, bytes | dict]]:
     return outcome.examples
 
 
@@ -97,20 +98,53 @@ def human_bytes(size: float) -> str:
     return f"{size:.1f} {unit}"
 
 
-def to_examples(task: Task, video: video_io.EncodedVideo) -> list[tuple[str, dict]]:
-    """The (key, example) pairs that store `video`, one per segment."""
+class SegmentSpools:
+    """Where `encode_video` puts the frames of a build: serialized as they come,
+    one `serialize.FrameSpool` per segment in a temp folder, and held to the
+    size limit as they grow rather than after the whole video is encoded."""
+
+    def __init__(self, segment_frames: int | None):
+        self.segment_frames = segment_frames
+        self.spools: list[serialize.FrameSpool] = []
+        self.num_frames = 0
+        self._folder = tempfile.TemporaryDirectory(prefix="video_tfrecords-")
+
+    def append(self, frame: bytes) -> None:
+        if not self.spools or self.spools[-1].num_frames == self.segment_frames:
+            if self.spools:
+                self.spools[-1].seal()
+            path = os.path.join(self._folder.name, f"segment-{len(self.spools)}")
+            self.spools.append(serialize.FrameSpool(path))
+        self.spools[-1].append(frame)
+        self.num_frames += 1
+        check_example_size(self.spools[-1].jpeg_bytes)
+
+    def __len__(self) -> int:
+        return self.num_frames
+
+    def close(self) -> None:
+        for spool in self.spools:
+            spool.seal()
+        self._folder.cleanup()
+
+
+def check_example_size(size: int) -> None:
+    if size > MAX_EXAMPLE_BYTES:
+        raise video_io.VideoError(
+            f"an example's JPEG frames would go over the {human_bytes(MAX_EXAMPLE_BYTES)} limit "
+            "(protobuf's hard limit is 2 GiB): set segment_frames to store it as several examples"
+        )
+
+
+def to_examples(task: Task, video: video_io.EncodedVideo) -> list[tuple[str, dict | bytes]]:
+    """The (key, example) pairs that store `video`, one per segment.
+
+    Frames spooled by `SegmentSpools` give serialized examples; a list of
+    frames gives example dicts, for TFDS to encode and serialize.
+    """
     examples = []
     for segment, (start, end) in enumerate(segment_bounds(len(video.frames), task.segment_frames)):
-        frames = video.frames[start:end]
-        size = sum(map(len, frames))
-        if size > MAX_EXAMPLE_BYTES:
-            raise video_io.VideoError(
-                f"an example would hold {human_bytes(size)} of JPEG frames, over the "
-                f"{human_bytes(MAX_EXAMPLE_BYTES)} limit (protobuf's hard limit is 2 GiB): "
-                "set segment_frames to store it as several examples"
-            )
-        example = {
-            "video": frames,
+        scalars = {
             "label": task.label,
             "filename": task.entry.path,
             "fps": video.fps,
@@ -120,17 +154,31 @@ def to_examples(task: Task, video: video_io.EncodedVideo) -> list[tuple[str, dic
             "segment": segment,
             "start_frame": start,
         }
+        if isinstance(video.frames, SegmentSpools):
+            example = video.frames.spools[segment].finish(scalars)
+        else:
+            frames = video.frames[start:end]
+            check_example_size(sum(map(len, frames)))
+            example = {"video": frames, **scalars}
         examples.append((f"{task.entry.path}#{segment}", example))
     return examples
 
 
-def run(task: Task) -> Outcome:
-    """Encodes one video; a bad video becomes a skip record instead of an error."""
+def run(task: Task, serialized: bool = True) -> Outcome:
+    """Encodes one video; a bad video becomes a skip record instead of an error.
+
+    Examples come serialized (`serialize`), or as dicts if not `serialized`
+    (for Beam, whose writer TFDS drives).
+    """
+    frames = SegmentSpools(task.segment_frames) if serialized else []
     try:
-        video = video_io.encode_video(task.video_path, task.options)
+        video = video_io.encode_video(task.video_path, task.options, frames)
         outcome = Outcome(task, examples=to_examples(task, video))
     except (video_io.VideoError, OSError) as e:
         return Outcome(task, skipped=skip_record(task, str(e)))
+    finally:
+        if serialized:
+            frames.close()
     if video.truncated:
         outcome.note = skip_record(
             task,

@@ -12,6 +12,7 @@ import dataclasses
 import math
 import os
 from collections.abc import Iterator
+from typing import Protocol
 
 import cv2
 import numpy as np
@@ -34,11 +35,19 @@ class EncodeOptions:
     jpeg_quality: int = 90
 
 
+class FrameSink(Protocol):
+    """Where `encode_video` puts each JPEG frame: a list, or a serializing spool."""
+
+    def append(self, frame: bytes) -> None: ...
+
+    def __len__(self) -> int: ...
+
+
 @dataclasses.dataclass
 class EncodedVideo:
     """A video's JPEG frames and what is known of its source."""
 
-    frames: list[bytes]
+    frames: FrameSink  # a list of JPEG bytes unless `encode_video` was given another sink
     fps: float  # frame rate of the stored frames
     height: int  # of the stored frames
     width: int
@@ -161,11 +170,16 @@ def count_frames(path: str) -> int:
     return count
 
 
-def encode_video(path: str, options: EncodeOptions) -> EncodedVideo:
+def encode_video(
+    path: str, options: EncodeOptions, frames: FrameSink | None = None
+) -> EncodedVideo:
     """Decodes `path` frame by frame into JPEG bytes at the stored size and rate.
 
+    Each JPEG is appended to `frames` (a new list by default) as soon as it
+    is encoded: a build passes a sink that serializes them on the spot.
     Raises VideoError for files that are missing, not videos, or have no frame.
     """
+    jpegs = [] if frames is None else frames
     capture = open_capture(path)
     source_fps = capture.get(cv2.CAP_PROP_FPS) or 0.0
     if not math.isfinite(source_fps) or source_fps <= 0:
@@ -177,7 +191,7 @@ def encode_video(path: str, options: EncodeOptions) -> EncodedVideo:
         selected = set(evenly_spaced(count_frames(path), options.num_frames).tolist())
     clock = FpsClock(options.fps) if options.fps is not None else None
 
-    jpegs, first_ms, last_ms = [], None, None
+    first_ms = last_ms = None
     source_hw = size = None
     source_num_frames = 0
     for index, (timestamp, frame) in enumerate(iter_frames(capture)):

@@ -11,7 +11,7 @@ from etils import epath
 from tensorflow_datasets.core.utils import tqdm_utils  # honours tfds.disable_progress_bar()
 
 from video_tfrecords import config as config_lib
-from video_tfrecords import generate, manifest
+from video_tfrecords import generate, manifest, split_writer
 from video_tfrecords.generate import VideoBuildError
 
 __all__ = ["Builder", "VideoBuildError"]
@@ -72,6 +72,15 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             self._collect_beam_records()
         return result
 
+    def _generate_splits(self, dl_manager, download_config):
+        """Without Beam, examples come serialized: they go to TFDS's writer as they are."""
+        if self._use_beam:
+            return super()._generate_splits(dl_manager, download_config)
+        return [
+            split_writer.write_split(self, split, examples, download_config)
+            for split, examples in self._split_generators(dl_manager).items()
+        ]
+
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
         manual_dir = epath.Path(dl_manager.manual_dir)
         try:
@@ -103,6 +112,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         ]
 
     def _generate_examples(self, tasks: list[generate.Task]):
+        """Yields (key, serialized tf.train.Example) for each video, in manifest order."""
         split, skipped = tasks[0].split, 0
         progress = tqdm_utils.tqdm(
             total=len(tasks), desc=f"Encoding {split} videos", unit=" videos", leave=False
@@ -132,7 +142,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                 pipeline
                 | f"Videos {split}" >> beam.Create(tasks)
                 | f"Spread {split}" >> beam.Reshuffle()
-                | f"Encode {split}" >> beam.Map(generate.run)
+                | f"Encode {split}" >> beam.Map(generate.run, serialized=False)
                 | f"Report {split}" >> beam.Map(generate.report, self.builder_config.strict)
             )
             _ = (
