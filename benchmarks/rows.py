@@ -163,6 +163,6 @@ def memory_rows(rss: dict) -> list[Row]:
         Row(MEMORY, "the video", video),
         Row(MEMORY, "RSS after a warm-up build (baseline)", mb(rss["baseline"])),
         Row(MEMORY, "peak RSS (VmHWM) building it, num_workers=1", mb(rss["peak"])),
-        Row(MEMORY, "", "", f"(peak - baseline)/JPEG bytes = {target.value:.2f}", target),
+        Row(MEMORY, "", "", f"(peak - baseline)/JPEG bytes = {target.value:.3f}", target),
         Row(MEMORY, "", "", f"(peak - baseline)/raw bytes = {growth / rss['raw_bytes']:.2f}"),
     ]

@@ -92,6 +92,20 @@ def test_parallel_workers_write_the_same_examples(manual_dir, tmp_path):
         assert a["label"] == b["label"]
 
 
+def test_max_examples_per_split_caps_each_split(manual_dir, tmp_path):
+    builder = tfds.builder(
+        "video_tfrecords", data_dir=str(tmp_path), config=VideoConfig(name="test", num_workers=1)
+    )
+    builder.download_and_prepare(
+        download_config=tfds.download.DownloadConfig(
+            manual_dir=str(manual_dir), max_examples_per_split=1
+        )
+    )
+    splits = {name: split.num_examples for name, split in builder.info.splits.items()}
+    assert splits == {"train": 1, "test": 1}
+    assert [e["filename"] for e in examples(builder, "train")] == [b"v0.mp4"]
+
+
 def make_bad_files(folder):
     """A corpus of broken inputs, each with the reason the build must give."""
     good = (folder / "v0.mp4").read_bytes()
