@@ -70,13 +70,6 @@ def map_entry(name: str, feature_bytes: bytes) -> bytes:
     )
 
 
-def example(features: Mapping[str, Scalar]) -> bytes:
-    """A whole serialized Example of scalar features (tests and small examples)."""
-    return _field(
-        _EXAMPLE_FEATURES, b"".join(map_entry(k, feature(v)) for k, v in features.items())
-    )
-
-
 class FrameSpool:
     """The frames of one example, in wire format in a file at `path` until `finish`.
 
