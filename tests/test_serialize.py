@@ -121,3 +121,12 @@ def test_a_bad_video_leaves_no_spool_behind(tmp_path, monkeypatch):
     outcome = generate.run(task_for(tmp_path / "bad.mp4"))
     assert outcome.skipped and "cannot open" in outcome.skipped["reason"]
     assert os.listdir(tmp_path / "scratch") == []
+
+
+def test_an_oversized_example_stops_the_encoding_at_the_limit(make_video, monkeypatch):
+    monkeypatch.setattr(generate, "MAX_EXAMPLE_BYTES", 1)
+    frames = generate.SegmentSpools(segment_frames=None)
+    with pytest.raises(video_io.VideoError, match="set segment_frames"):
+        video_io.encode_video(str(make_video(num_frames=12)), video_io.EncodeOptions(), frames)
+    assert len(frames) == 1  # the first frame already passed the limit
+    frames.close()
