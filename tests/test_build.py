@@ -244,3 +244,17 @@ def test_a_crashing_worker_costs_only_its_video(manual_dir):
     assert [o.task.entry.path for o in outcomes] == ["v0.mp4", "v1.mp4", "v2.mp4", "v0.mp4"]
     assert outcomes[1].skipped["reason"] == "the decoder crashed (exit code 3)"
     assert [len(o.examples) for o in outcomes] == [1, 0, 1, 1]
+
+
+def test_workers_stopped_mid_video_leave_no_spool_behind(manual_dir, tmp_path, monkeypatch):
+    from video_tfrecords import generate, manifest, video_io
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "scratch"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "scratch"))
+    (tmp_path / "scratch").mkdir()
+    entry = manifest.Entry("train.txt", 1, "v0.mp4", "walking")
+    task = generate.Task("train", entry, 0, str(manual_dir / "v0.mp4"), video_io.EncodeOptions())
+    with generate.Workers(2) as workers:
+        results = workers.run_all([task] * 6)
+        next(results)  # the others are still in flight when the workers are stopped
+    assert os.listdir(tmp_path / "scratch") == []

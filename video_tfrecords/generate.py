@@ -208,13 +208,17 @@ class Workers:
     def __init__(self, num_workers: int = 0):
         self.num_workers = num_workers or os.cpu_count() or 1
         self._workers: list[tuple[subprocess.Popen, queue.SimpleQueue]] = []
+        self._scratch: tempfile.TemporaryDirectory | None = None
 
     def run_all(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
         if self.num_workers == 1:
             yield from map(run, tasks)
             return
         if not self._workers:
-            self._workers = [_start_worker() for _ in range(self.num_workers)]
+            # The workers' TMPDIR, for their spools: removed by close(), even
+            # where a worker was killed in the middle of a video.
+            self._scratch = tempfile.TemporaryDirectory(prefix="video_tfrecords-workers-")
+            self._workers = [self._start_worker() for _ in range(self.num_workers)]
         in_flight = collections.deque()  # (worker index, task), in manifest order
         for number, task in enumerate(tasks):
             worker = number % self.num_workers
@@ -237,7 +241,7 @@ class Workers:
         if outcome is not None:
             return outcome
         code = process.wait()
-        self._workers[worker] = _start_worker()
+        self._workers[worker] = self._start_worker()
         for other, pending in in_flight:  # what the dead worker had not done yet
             if other == worker:
                 self._send(worker, pending)
@@ -250,6 +254,23 @@ class Workers:
             process.wait()
             process.stdout.close()
         self._workers = []
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
+
+    def _start_worker(self) -> tuple[subprocess.Popen, queue.SimpleQueue]:
+        """A fresh interpreter running `worker.main` on this very package's files,
+        and the queue that a thread fills with its outcomes."""
+        package_dir = os.path.dirname(os.path.abspath(__file__))
+        process = subprocess.Popen(
+            [sys.executable, "-c", _WORKER_BOOTSTRAP, package_dir],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "TMPDIR": self._scratch.name},
+        )
+        results = queue.SimpleQueue()
+        threading.Thread(target=_collect, args=(process, results), daemon=True).start()
+        return process, results
 
     def __enter__(self) -> Self:
         return self
@@ -277,16 +298,3 @@ _WORKER_BOOTSTRAP = (
     "from video_tfrecords import worker; worker.main()"
 )
 
-
-def _start_worker() -> tuple[subprocess.Popen, queue.SimpleQueue]:
-    """A fresh interpreter running `worker.main` on this very package's files,
-    and the queue that a thread fills with its outcomes."""
-    package_dir = os.path.dirname(os.path.abspath(__file__))
-    process = subprocess.Popen(
-        [sys.executable, "-c", _WORKER_BOOTSTRAP, package_dir],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    results = queue.SimpleQueue()
-    threading.Thread(target=_collect, args=(process, results), daemon=True).start()
-    return process, results
