@@ -201,7 +201,7 @@ class Workers:
     two videos per worker are in flight, so memory stays bounded whatever the
     manifest's length. A thread per worker reads its results as soon as they
     are written, so a worker starts its next video while the parent is still
-    serializing another worker's. A worker that crashes (FFmpeg on a hostile
+    writing another worker's (workers send examples already serialized). A worker that crashes (FFmpeg on a hostile
     file) costs only that video, which is recorded as skipped, and is restarted.
     """
 
