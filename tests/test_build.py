@@ -6,6 +6,7 @@ import shutil
 
 import numpy as np
 import pytest
+import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from conftest import opencv_frames, psnr
@@ -258,3 +259,19 @@ def test_workers_stopped_mid_video_leave_no_spool_behind(manual_dir, tmp_path, m
         results = workers.run_all([task] * 6)
         next(results)  # the others are still in flight when the workers are stopped
     assert os.listdir(tmp_path / "scratch") == []
+
+
+def test_workers_hand_over_examples_and_leave_no_spool_behind(manual_dir, tmp_path, monkeypatch):
+    from video_tfrecords import generate, manifest, video_io
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "scratch"))
+    (tmp_path / "scratch").mkdir()
+    entry = manifest.Entry("train.txt", 1, "v0.mp4", "walking")
+    task = generate.Task("train", entry, 0, str(manual_dir / "v0.mp4"), video_io.EncodeOptions())
+    with generate.Workers(2) as workers:
+        outcomes = list(workers.run_all([task] * 5))
+        spools = [files for _, _, files in os.walk(tmp_path / "scratch") if files]
+    examples = [example for outcome in outcomes for _, example in outcome.examples]
+    assert len(examples) == 5
+    assert all(tf.train.Example.FromString(example).features.feature["video"] for example in examples)
+    assert spools == []  # each was removed as its example was read

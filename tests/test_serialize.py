@@ -43,7 +43,9 @@ def spooled(tmp_path, frames, values) -> bytes:
     spool = serialize.FrameSpool(str(tmp_path / "spool"))
     for frame in frames:
         spool.append(frame)
-    return spool.finish(values)
+    serialized = spool.finish(values).take()
+    assert not (tmp_path / "spool").exists()  # taking the bytes removes the spool
+    return serialized
 
 
 def test_a_spooled_example_is_the_example_tfds_serializes(features, tmp_path):
@@ -89,7 +91,7 @@ def test_a_build_serializes_what_tfds_would_from_the_example_dicts(
     features, make_video, segment_frames
 ):
     task = task_for(make_video(num_frames=7), segment_frames)
-    ours = generate.run(task)
+    ours = generate.take(generate.run(task))
     dicts = generate.run(task, serialized=False)
     assert [key for key, _ in ours.examples] == [key for key, _ in dicts.examples]
     assert len(ours.examples) == (3 if segment_frames else 1)
@@ -106,11 +108,25 @@ def test_segments_hold_one_open_file_and_leave_none_behind(make_video, tmp_path,
     (tmp_path / "scratch").mkdir()
     path = make_video(num_frames=12)
     before = open_files()
-    frames = generate.SegmentSpools(segment_frames=1)
-    video_io.encode_video(str(path), video_io.EncodeOptions(short_side=None), frames)
-    assert len(frames.spools) == 12
-    assert open_files() <= before + 1
-    frames.close()
+    with generate.SegmentSpools(segment_frames=1) as frames:
+        video_io.encode_video(str(path), video_io.EncodeOptions(short_side=None), frames)
+        assert len(frames.spools) == 12
+        assert open_files() <= before + 1
+        spooled = [spool.finish(scalars()) for spool in frames.spools]
+    assert open_files() == before
+    assert len(os.listdir(tmp_path / "scratch")) == 12  # the finished examples' files
+    assert all(parsed(example.take()) for example in spooled)
+    assert os.listdir(tmp_path / "scratch") == []
+
+
+def test_a_video_that_fails_midway_leaves_no_spool_behind(make_video, tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "scratch"))
+    (tmp_path / "scratch").mkdir()
+    path = make_video(num_frames=12)
+    with pytest.raises(video_io.VideoError), generate.SegmentSpools(segment_frames=5) as frames:
+        video_io.encode_video(str(path), video_io.EncodeOptions(short_side=None), frames)
+        raise video_io.VideoError("failed after three segments")
+    assert len(frames.spools) == 3
     assert os.listdir(tmp_path / "scratch") == []
 
 
@@ -125,8 +141,9 @@ def test_a_bad_video_leaves_no_spool_behind(tmp_path, monkeypatch):
 
 def test_an_oversized_example_stops_the_encoding_at_the_limit(make_video, monkeypatch):
     monkeypatch.setattr(generate, "MAX_EXAMPLE_BYTES", 1)
-    frames = generate.SegmentSpools(segment_frames=None)
-    with pytest.raises(video_io.VideoError, match="set segment_frames"):
+    with (
+        pytest.raises(video_io.VideoError, match="set segment_frames"),
+        generate.SegmentSpools(segment_frames=None) as frames,
+    ):
         video_io.encode_video(str(make_video(num_frames=12)), video_io.EncodeOptions(), frames)
     assert len(frames) == 1  # the first frame already passed the limit
-    frames.close()

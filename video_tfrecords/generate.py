@@ -9,8 +9,10 @@ This module is what build worker processes and Beam workers run; like
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import json
+import logging
 import os
 import pickle
 import queue
@@ -21,9 +23,11 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import Self
 
-from absl import logging
-
 from video_tfrecords import manifest, serialize, video_io
+
+# The standard library's logger, not absl's: a build worker imports this module,
+# and absl.logging would add 25 ms to its start. (TFDS's absl handler shows it.)
+log = logging.getLogger(__name__)
 
 # Protobuf refuses messages over 2 GiB; stay well clear of it.
 MAX_EXAMPLE_BYTES = 1 << 30
@@ -50,7 +54,9 @@ class Outcome:
     """What one task produced: examples, or a skip record; maybe a note."""
 
     task: Task
-    examples: list[tuple[str, bytes | dict]] = dataclasses.field(default_factory=list)
+    examples: list[tuple[str, serialize.Spooled | bytes | dict]] = dataclasses.field(
+        default_factory=list
+    )
     skipped: dict | None = None  # {split, path, reason}
     note: dict | None = None  # kept, but worth knowing (e.g. truncated)
 
@@ -66,13 +72,13 @@ def report(outcome: Outcome, strict: bool) -> Outcome:
             f"{outcome.where}: {outcome.skipped['reason']} (strict build stops here)"
         )
     if outcome.skipped:
-        logging.warning("Skipping %s: %s", outcome.where, outcome.skipped["reason"])
+        log.warning("Skipping %s: %s", outcome.where, outcome.skipped["reason"])
     if outcome.note:
-        logging.warning("Keeping %s: %s", outcome.where, outcome.note["reason"])
+        log.warning("Keeping %s: %s", outcome.where, outcome.note["reason"])
     return outcome
 
 
-def examples_of(outcome: Outcome) -> list[tuple[str, bytes | dict]]:
+def examples_of(outcome: Outcome) -> list[tuple[str, serialize.Spooled | bytes | dict]]:
     return outcome.examples
 
 
@@ -100,20 +106,25 @@ def human_bytes(size: float) -> str:
 
 class SegmentSpools:
     """Where `encode_video` puts the frames of a build: serialized as they come,
-    one `serialize.FrameSpool` per segment in a temp folder, and held to the
-    size limit as they grow rather than after the whole video is encoded."""
+    one `serialize.FrameSpool` per segment in a temp file, and held to the
+    size limit as they grow rather than after the whole video is encoded.
+
+    Used as a context manager: on the way out every spool is closed, and if
+    the video failed, its files are removed. The files of finished examples
+    belong to their `serialize.Spooled`, whose `take` removes them.
+    """
 
     def __init__(self, segment_frames: int | None):
         self.segment_frames = segment_frames
         self.spools: list[serialize.FrameSpool] = []
         self.num_frames = 0
-        self._folder = tempfile.TemporaryDirectory(prefix="video_tfrecords-")
 
     def append(self, frame: bytes) -> None:
         if not self.spools or self.spools[-1].num_frames == self.segment_frames:
             if self.spools:
                 self.spools[-1].seal()
-            path = os.path.join(self._folder.name, f"segment-{len(self.spools)}")
+            descriptor, path = tempfile.mkstemp(prefix="video_tfrecords-", suffix=".spool")
+            os.close(descriptor)
             self.spools.append(serialize.FrameSpool(path))
         self.spools[-1].append(frame)
         self.num_frames += 1
@@ -122,10 +133,15 @@ class SegmentSpools:
     def __len__(self) -> int:
         return self.num_frames
 
-    def close(self) -> None:
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type, *exc_info) -> None:
         for spool in self.spools:
             spool.seal()
-        self._folder.cleanup()
+            if exc_type is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(spool.path)
 
 
 def check_example_size(size: int) -> None:
@@ -136,11 +152,14 @@ def check_example_size(size: int) -> None:
         )
 
 
-def to_examples(task: Task, video: video_io.EncodedVideo) -> list[tuple[str, dict | bytes]]:
+def to_examples(
+    task: Task, video: video_io.EncodedVideo
+) -> list[tuple[str, serialize.Spooled | dict]]:
     """The (key, example) pairs that store `video`, one per segment.
 
-    Frames spooled by `SegmentSpools` give serialized examples; a list of
-    frames gives example dicts, for TFDS to encode and serialize.
+    Frames spooled by `SegmentSpools` give serialized examples, left in their
+    spool files (`serialize.Spooled`); a list of frames gives example dicts,
+    for TFDS to encode and serialize.
     """
     examples = []
     for segment, (start, end) in enumerate(segment_bounds(len(video.frames), task.segment_frames)):
@@ -167,24 +186,32 @@ def to_examples(task: Task, video: video_io.EncodedVideo) -> list[tuple[str, dic
 def run(task: Task, serialized: bool = True) -> Outcome:
     """Encodes one video; a bad video becomes a skip record instead of an error.
 
-    Examples come serialized (`serialize`), or as dicts if not `serialized`
-    (for Beam, whose writer TFDS drives).
+    Examples come serialized and left in spool files, for `take` to read
+    (`serialize`), or as dicts if not `serialized` (for Beam, whose writer
+    TFDS drives).
     """
-    frames = SegmentSpools(task.segment_frames) if serialized else []
+    frames = SegmentSpools(task.segment_frames) if serialized else contextlib.nullcontext([])
     try:
-        video = video_io.encode_video(task.video_path, task.options, frames)
-        outcome = Outcome(task, examples=to_examples(task, video))
+        with frames as sink:
+            video = video_io.encode_video(task.video_path, task.options, sink)
+            outcome = Outcome(task, examples=to_examples(task, video))
     except (video_io.VideoError, OSError) as e:
         return Outcome(task, skipped=skip_record(task, str(e)))
-    finally:
-        if serialized:
-            frames.close()
     if video.truncated:
         outcome.note = skip_record(
             task,
             f"truncated: kept the {video.source_num_frames} frames that decode; "
             f"the container claims {video.reported_num_frames}",
         )
+    return outcome
+
+
+def take(outcome: Outcome) -> Outcome:
+    """`outcome`, its spooled examples read into bytes (and their spool files removed)."""
+    outcome.examples = [
+        (key, example.take() if isinstance(example, serialize.Spooled) else example)
+        for key, example in outcome.examples
+    ]
     return outcome
 
 
@@ -199,10 +226,12 @@ class Workers:
     the parent may be running TensorFlow's threads), started once per build.
     Tasks go out round-robin and results come back in manifest order; at most
     two videos per worker are in flight, so memory stays bounded whatever the
-    manifest's length. A thread per worker reads its results as soon as they
-    are written, so a worker starts its next video while the parent is still
-    writing another worker's (workers send examples already serialized). A worker that crashes (FFmpeg on a hostile
-    file) costs only that video, which is recorded as skipped, and is restarted.
+    manifest's length. A worker leaves its examples serialized in spool files
+    and sends their places (`serialize.Spooled`), which a thread per worker
+    takes as soon as they come, so a worker starts its next video while the
+    parent is still writing another worker's; the parent reads each example
+    once, when it yields it. A worker that crashes (FFmpeg on a hostile file)
+    costs only that video, which is recorded as skipped, and is restarted.
     """
 
     def __init__(self, num_workers: int = 0):
@@ -212,7 +241,7 @@ class Workers:
 
     def run_all(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
         if self.num_workers == 1:
-            yield from map(run, tasks)
+            yield from (take(run(task)) for task in tasks)
             return
         if not self._workers:
             # The workers' TMPDIR, for their spools: removed by close(), even
@@ -239,7 +268,7 @@ class Workers:
         process, results = self._workers[worker]
         outcome = results.get()
         if outcome is not None:
-            return outcome
+            return take(outcome)
         code = process.wait()
         self._workers[worker] = self._start_worker()
         for other, pending in in_flight:  # what the dead worker had not done yet

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from etils import epath
+if TYPE_CHECKING:
+    from etils import epath
+# Otherwise imported where a path is made: a build worker unpickles `Entry`
+# and so imports this module, and etils.epath would add 50 ms to its start.
 
 # Split name -> manifest file names accepted for it, in order of preference.
 MANIFEST_FILES: Mapping[str, tuple[str, ...]] = {
@@ -182,6 +186,8 @@ def read_dataset(manual_dir: epath.PathLike) -> Dataset:
     Raises FileNotFoundError when no manifest exists, ManifestError listing every
     problem otherwise.
     """
+    from etils import epath
+
     manual_dir = epath.Path(manual_dir)
     manifests = find_manifests(manual_dir)
     if not manifests:
@@ -208,5 +214,7 @@ def read_dataset(manual_dir: epath.PathLike) -> Dataset:
 
 def resolve(manual_dir: epath.PathLike, video_path: str) -> epath.Path:
     """The video's location: absolute paths as they are, others under manual_dir."""
+    from etils import epath
+
     path = epath.Path(video_path)
     return path if path.is_absolute() else epath.Path(manual_dir) / path
