@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from video_tfrecords import clip_plan, pipeline, sampling
-from video_tfrecords.sampling import ClipDecoder
+from video_tfrecords.sampling import ClipDecoder, EncodedFrames
 
 H, W = 32, 48
 
@@ -712,6 +712,29 @@ def test_decoder_in_tfds_feature_decoding():
 
     batched = ds.batch(3)
     assert tuple(batched.element_spec["video"].shape) == (None, 4, H, W, 3)
+
+
+def test_encoded_frames_are_the_parsed_frames_without_a_per_frame_loop():
+    features = _video_features()
+    video = np.random.default_rng(6).integers(0, 256, (7, H, W, 3), dtype=np.uint8)
+    serialized = features.serialize_example({"video": video, "label": 1})
+    decoders = {"video": EncodedFrames()}
+    frames = features.deserialize_example(serialized, decoders=decoders)["video"]
+    skipped = features.deserialize_example(
+        serialized, decoders={"video": tfds.decode.SkipDecoding()}
+    )["video"]
+    assert frames.dtype == tf.string
+    assert frames.shape == (7,)
+    assert list(frames.numpy()) == list(skipped.numpy())
+    np_frames = features.deserialize_example_np(serialized, decoders=decoders)["video"]
+    assert list(np_frames) == list(frames.numpy())
+    # SkipDecoding reaches the same tensor through a tf.map_fn over the frames
+    # (a while loop over tensor lists, which copies every frame twice).
+    deserialize = tf.function(lambda s: features.deserialize_example(s, decoders=decoders))
+    graph = deserialize.get_concrete_function(tf.TensorSpec([], tf.string)).graph
+    op_types = {op.type for op in graph.get_operations()}
+    assert "ParseExampleV2" in op_types
+    assert not op_types & {"While", "StatelessWhile", "TensorListFromTensor", "TensorListStack"}
 
 
 def test_decoder_rejects_non_jpeg_video_feature():

@@ -8,8 +8,13 @@ this package, never pay for importing TensorFlow.
 from video_tfrecords.config import VideoConfig
 from video_tfrecords.video_tfrecords_dataset_builder import Builder
 
-__all__ = ["Builder", "ClipDecoder", "VideoConfig", "clip_dataset", "fold_in"]
-_LAZY = {"ClipDecoder": "sampling", "clip_dataset": "pipeline", "fold_in": "clip_plan"}
+__all__ = ["Builder", "ClipDecoder", "EncodedFrames", "VideoConfig", "clip_dataset", "fold_in"]
+_LAZY = {
+    "ClipDecoder": "sampling",
+    "EncodedFrames": "sampling",
+    "clip_dataset": "pipeline",
+    "fold_in": "clip_plan",
+}
 
 
 def __getattr__(name):

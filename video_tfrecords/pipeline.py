@@ -9,7 +9,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from video_tfrecords.clip_plan import fold_in
-from video_tfrecords.sampling import ClipDecoder, check_positive_int, is_int
+from video_tfrecords.sampling import ClipDecoder, EncodedFrames, check_positive_int, is_int
 
 __all__ = ["clip_dataset"]
 
@@ -94,7 +94,7 @@ def clip_dataset(
         data_dir=data_dir,
         builder_kwargs=dict(builder_kwargs) if builder_kwargs else None,
         shuffle_files=training,
-        decoders={"video": tfds.decode.SkipDecoding()},
+        decoders={"video": EncodedFrames()},
         read_config=read_config,
         with_info=True,
     )

@@ -41,7 +41,7 @@ import tensorflow_datasets as tfds
 
 from video_tfrecords import clip_plan
 
-__all__ = ["ClipDecoder"]
+__all__ = ["ClipDecoder", "EncodedFrames"]
 
 MODES = ("random", "center", "uniform")
 SHORT_VIDEO_POLICIES = ("loop", "repeat_last", "pad", "error")
@@ -167,8 +167,35 @@ def _check_crop_size(crop_size):
 
 
 # ---------------------------------------------------------------------------
-# The decoder.
+# The decoders.
 # ---------------------------------------------------------------------------
+
+
+class EncodedFrames(tfds.decode.Decoder):
+    """Leaves a video's frames encoded: the 1-D tensor of JPEG bytes, as parsed.
+
+    For sampling clips in your own `map` (as `clip_dataset` does). On a Video
+    feature, `tfds.decode.SkipDecoding()` gives the same tensor but goes through
+    TFDS's default `decode_batch_example`, a `tf.map_fn` over the frames that
+    copies each frame twice: it doubles the cost of reading a record.
+    """
+
+    @property
+    def dtype(self):
+        return tf.string
+
+    def decode_example(self, serialized_example):
+        return serialized_example
+
+    def decode_batch_example(self, serialized_example):
+        return serialized_example
+
+    def decode_example_np(self, serialized_example):
+        return serialized_example
+
+    def decode_batch_example_np(self, serialized_example):
+        return serialized_example
+
 
 
 class ClipDecoder(tfds.decode.Decoder):
