@@ -64,9 +64,36 @@ def full_decode(data_dir: str, config: str, num_frames: int) -> tf.data.Dataset:
     )
 
 
-def skip_decoding(data_dir: str, config: str) -> tf.data.Dataset:
-    """Reading and parsing whole records, frames left encoded."""
-    return load(data_dir, config, {"video": tfds.decode.SkipDecoding()})
+def read_parse(data_dir: str, config: str, tfds_skip: bool = False) -> tf.data.Dataset:
+    """Reading and parsing whole records, frames left encoded (by `EncodedFrames`, or by
+    `tfds.decode.SkipDecoding`, which goes through a per-frame tf.map_fn)."""
+    from video_tfrecords import EncodedFrames
+
+    decoder = tfds.decode.SkipDecoding() if tfds_skip else EncodedFrames()
+    return load(data_dir, config, {"video": decoder})
+
+
+def bare_reader(data_dir: str, config: str, num_frames: int) -> tf.data.Dataset:
+    """(a0) ClipDecoder's clips from the same records without TFDS's reader in between.
+
+    An unbuffered `TFRecordDataset` (buffer_size=0 reads each record straight
+    into its string, where TFDS's 8 MiB buffer adds a copy) and a parse of the
+    frames alone: about the least that reading a record can cost.
+    """
+    builder = tfds.builder(f"video_tfrecords/{config}", data_dir=data_dir)
+    files = [str(path) for path in builder.info.splits["train"].filepaths]
+    spec = {"video": tf.io.FixedLenSequenceFeature([], tf.string, allow_missing=True)}
+    decoder = clip_decoder_class()(num_frames)
+    records = tf.data.Dataset.from_tensor_slices(files).repeat().interleave(
+        lambda path: tf.data.TFRecordDataset(path, buffer_size=0),
+        cycle_length=len(files),
+        num_parallel_calls=AUTOTUNE,
+    )
+    clips = records.map(
+        lambda record: decoder.sample(tf.io.parse_single_example(record, spec)["video"]),
+        num_parallel_calls=AUTOTUNE,
+    )
+    return clips.prefetch(AUTOTUNE)
 
 
 def then_random_crop(data_dir: str, config: str, num_frames: int, crop: tuple) -> tf.data.Dataset:

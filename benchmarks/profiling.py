@@ -46,7 +46,7 @@ def drain(variant: str, seconds: float, out: str) -> None:
     pipelines = {
         "a": lambda: loading.clip_decoder(data_dir, "default", 64),
         "d": lambda: loading.jpeg_bound(loading.stored_frames(data_dir, "default", 8), 64),
-        "skip": lambda: loading.skip_decoding(data_dir, "default"),
+        "skip": lambda: loading.read_parse(data_dir, "default"),
     }
     iterator = iter(pipelines[variant]())
     for _ in range(4):

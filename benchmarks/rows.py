@@ -8,6 +8,7 @@ import storage
 import timing
 from report import Row, Target
 from sections import (
+    A0,
     A2,
     BATCH,
     BOUND_1,
@@ -19,6 +20,7 @@ from sections import (
     FUSED,
     NUM_FRAMES,
     SKIP,
+    SKIP_TFDS,
     TRAIN,
     TRAIN_U8,
     UNFUSED,
@@ -53,7 +55,7 @@ def load_rows(rates: dict[str, list[float]], frames_per_video: float) -> list[Ro
     med = {name: timing.median(r) for name, r in rates.items()}
     rows = [
         Row(LOAD, name, f"{med[name]:.1f} clips/s = {med[name] * NUM_FRAMES:.0f} frames/s")
-        for name in (A, A2, B, C, D, E)
+        for name in (A, A2, A0, B, C, D, E)
         if name in rates
     ]
     if A in rates:
@@ -62,6 +64,7 @@ def load_rows(rates: dict[str, list[float]], frames_per_video: float) -> list[Ro
         if E in rates:
             rows.append(ratio_row(LOAD, "a/e", timing.ratio(rates[A], rates[E])))
         rows.append(ratio_row(LOAD, "a2/d", timing.ratio(rates[A2], rates[D])))
+        rows.append(ratio_row(LOAD, "a0/d", timing.ratio(rates[A0], rates[D])))
     return rows + parse_rows(rates, med, frames_per_video)
 
 
@@ -69,6 +72,10 @@ def parse_rows(rates, med, frames_per_video: float) -> list[Row]:
     """Read + parse cost, its share of (a), and the a/b ceiling it leaves."""
     per_record = 1e3 / med[SKIP]
     rows = [Row(LOAD, SKIP, f"{med[SKIP]:.0f} records/s = {per_record:.1f} ms/record")]
+    skip_ms = 1e3 / med[SKIP_TFDS]
+    rows.append(Row(LOAD, SKIP_TFDS, f"{med[SKIP_TFDS]:.0f} records/s = {skip_ms:.1f} ms/record"))
+    skip_cost = timing.ratio(rates[SKIP], rates[SKIP_TFDS])
+    rows.append(Row(LOAD, "", "", f"SkipDecoding time / EncodedFrames time = {skip_cost}"))
     if A in rates:
         share = timing.ratio(rates[A], rates[SKIP])
         rows.append(Row(LOAD, "", "", f"read+parse time / (a) time = {share}"))

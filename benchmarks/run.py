@@ -22,7 +22,7 @@ import report
 import rows
 import sections
 import timing
-from sections import SKIP, Size
+from sections import SKIP, SKIP_TFDS, Size
 
 SIZES = {
     "quick": Size(4, 4, 1000, 2, 1.0, 1, 16 << 20, False, 4),
@@ -77,7 +77,7 @@ def main() -> None:
     print(report.markdown(table))
     chart = report.chart(
         os.path.join(args.out, "benchmarks.png"),
-        {name: timing.median(r) for name, r in load.items() if name != SKIP},
+        {name: timing.median(r) for name, r in load.items() if name not in (SKIP, SKIP_TFDS)},
         {name: timing.median([r.total for r in results]) for name, results in build.items()},
         footprints,
         [row.target for row in table if row.target is not None],

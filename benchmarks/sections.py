@@ -30,7 +30,9 @@ C = "(c) OpenCV seek + decode 64 frames of the mp4"
 D = "(d) bound: decode_jpeg of exactly the clip's JPEGs, in memory"
 D_CROP = "decode alone: decode_and_crop_jpeg of a clip's JPEGs at a 224x224 box, in memory"
 E = "(e) raw uint8 frames in TFRecord, slice 64"
-SKIP = "read + parse records only (SkipDecoding)"
+A0 = "(a0) as (a) on a bare reader: TFRecordDataset(buffer_size=0), parse the frames only"
+SKIP = "read + parse records only (frames left encoded: EncodedFrames)"
+SKIP_TFDS = "read + parse, frames left encoded by tfds.decode.SkipDecoding"
 FUSED = "ClipDecoder(64, crop_size=(224, 224))"
 UNFUSED = "ClipDecoder(64), then tf.image.random_crop"
 FLIP = "ClipDecoder(64, crop_size=(224, 224), flip=True)"
@@ -125,7 +127,8 @@ def load_section(load_set, data_dir: str, raw_dir: str, size: Size) -> tuple[dic
         D_CROP: Stream(partial(iter_of, loading.jpeg_bound, videos, NUM_FRAMES, crop=CROP)),
         B: Stream(partial(iter_of, loading.full_decode, data_dir, "default", NUM_FRAMES)),
         C: Stream(partial(loading.opencv_seek, load_set.paths, NUM_FRAMES, os.cpu_count())),
-        SKIP: Stream(partial(iter_of, loading.skip_decoding, data_dir, "default")),
+        SKIP: Stream(partial(iter_of, loading.read_parse, data_dir, "default")),
+        SKIP_TFDS: Stream(partial(iter_of, loading.read_parse, data_dir, "default", True)),
     }
     if fits_in_memory(videos):
         raw_paths = loading.write_raw_records(videos, raw_dir)
@@ -157,6 +160,7 @@ def clip_decoder_streams(loading, data_dir: str) -> dict[str, Stream]:
     return {
         A: Stream(clips),
         A2: Stream(partial(clips, num_clips=2), 2),
+        A0: Stream(partial(iter_of, loading.bare_reader, data_dir, "default", NUM_FRAMES)),
         FUSED: Stream(partial(clips, crop_size=CROP)),
         FLIP: Stream(partial(clips, crop_size=CROP, flip=True)),
         UNFUSED: Stream(
