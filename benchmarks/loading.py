@@ -202,10 +202,13 @@ def raw_frames(paths: list[str], num_frames: int) -> tf.data.Dataset:
     return dataset.map(parse, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)
 
 
-def opencv_seek(paths: list[str], num_frames: int, workers: int):
+def opencv_seek(paths: list[str], num_frames: int, workers: int, short_side: int | None = None):
     """(c) Clips read straight from the mp4s: seek with CAP_PROP_POS_FRAMES, decode, BGR->RGB.
 
-    A generator; `workers` threads read clips concurrently (OpenCV releases the GIL).
+    With `short_side`, each frame is brought down to it as the builder does
+    (what the stored frames saved once, reading larger sources pays every
+    time). A generator; `workers` threads read clips concurrently (OpenCV
+    releases the GIL).
     """
     lengths = [frame_count(p) for p in paths]
     starts = iter(clip_starts(lengths, num_frames, 10**6))
@@ -214,7 +217,9 @@ def opencv_seek(paths: list[str], num_frames: int, workers: int):
         while True:
             while len(pending) < 2 * workers:
                 video, start = next(starts)
-                pending.append(pool.submit(read_clip, paths[video], start, num_frames))
+                pending.append(
+                    pool.submit(read_clip, paths[video], start, num_frames, short_side)
+                )
             yield pending.popleft().result()
 
 
@@ -226,15 +231,19 @@ def frame_count(path: str) -> int:
     return count
 
 
-def read_clip(path: str, start: int, num_frames: int) -> np.ndarray:
-    """`num_frames` RGB frames of `path` from frame `start` on."""
+def read_clip(path: str, start: int, num_frames: int, short_side: int | None = None):
+    """`num_frames` RGB frames of `path` from frame `start` on, resized as the builder would."""
+    from video_tfrecords import video_io
+
     capture = cv2.VideoCapture(path, cv2.CAP_FFMPEG)
     capture.set(cv2.CAP_PROP_POS_FRAMES, start)
+    options = video_io.EncodeOptions(short_side=short_side)
     frames = []
     for _ in range(num_frames):
         ok, frame = capture.read()
         if not ok:
             raise RuntimeError(f"{path}: no frame {start + len(frames)}")
+        frame = video_io.resize(frame, video_io.output_size(*frame.shape[:2], options))
         frames.append(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB))
     capture.release()
     return np.stack(frames)

@@ -27,6 +27,7 @@ from sections import (
     A,
     B,
     C,
+    C_LARGE,
     D,
     E,
 )
@@ -55,12 +56,14 @@ def load_rows(rates: dict[str, list[float]], frames_per_video: float) -> list[Ro
     med = {name: timing.median(r) for name, r in rates.items()}
     rows = [
         Row(LOAD, name, f"{med[name]:.1f} clips/s = {med[name] * NUM_FRAMES:.0f} frames/s")
-        for name in (A, A2, A0, B, C, D, E)
+        for name in (A, A2, A0, B, C, C_LARGE, D, E)
         if name in rates
     ]
     if A in rates:
         for label, other, threshold in [("a/d", D, 0.9), ("a/b", B, 3), ("a/c", C, 3)]:
             rows.append(ratio_row(LOAD, label, timing.ratio(rates[A], rates[other]), threshold))
+        if C_LARGE in rates:
+            rows.append(ratio_row(LOAD, "a/c2", timing.ratio(rates[A], rates[C_LARGE])))
         if E in rates:
             rows.append(ratio_row(LOAD, "a/e", timing.ratio(rates[A], rates[E])))
         rows.append(ratio_row(LOAD, "a2/d", timing.ratio(rates[A2], rates[D])))

@@ -55,7 +55,8 @@ def main() -> None:
 
     sets = sections.video_sets(args.out, args.manual_dir, size)
     sections.build_load_datasets(sets, data_dir)
-    load, frames_per_video = sections.load_section(sets["load"], data_dir, raw_dir, size)
+    larger = None if args.manual_dir else sets["build"]  # synthetic 480x360 sources
+    load, frames_per_video = sections.load_section(sets["load"], data_dir, raw_dir, size, larger)
     footprints = sections.storage_section(sets, data_dir, raw_dir, size)
     build = sections.build_section(sets["build"], scratch, size)
     pool, cli = sections.start_up(sets["build"], scratch, size)

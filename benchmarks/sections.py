@@ -27,6 +27,7 @@ A = "(a) tfds.load + ClipDecoder(64)"
 A2 = "(a2) as (a), 2 clips per record read: ClipDecoder(64, num_clips=2)"
 B = "(b) TFDS default decode of every frame, slice 64"
 C = "(c) OpenCV seek + decode 64 frames of the mp4"
+C_LARGE = "(c2) as (c) from the 480x360 build sources, each frame resized to 341x256 as stored"
 D = "(d) bound: decode_jpeg of exactly the clip's JPEGs, in memory"
 D_CROP = "decode alone: decode_and_crop_jpeg of a clip's JPEGs at a 224x224 box, in memory"
 E = "(e) raw uint8 frames in TFRecord, slice 64"
@@ -117,8 +118,13 @@ def build_load_datasets(sets: dict[str, datagen.VideoSet], data_dir: str) -> Non
 # ---------------------------------------------------------------------------
 
 
-def load_section(load_set, data_dir: str, raw_dir: str, size: Size) -> tuple[dict, float]:
-    """Interleaved clips/s of every loading variant (SKIP in records/s); mean stored frames."""
+def load_section(
+    load_set, data_dir: str, raw_dir: str, size: Size, larger_sources=None
+) -> tuple[dict, float]:
+    """Interleaved clips/s of every loading variant (SKIP in records/s); mean stored frames.
+
+    `larger_sources`, a set of videos larger than the stored frames, adds (c2).
+    """
     import loading  # TensorFlow, only here
 
     videos = loading.stored_frames(data_dir, "default", size.load_videos)
@@ -130,6 +136,9 @@ def load_section(load_set, data_dir: str, raw_dir: str, size: Size) -> tuple[dic
         SKIP: Stream(partial(iter_of, loading.read_parse, data_dir, "default")),
         SKIP_TFDS: Stream(partial(iter_of, loading.read_parse, data_dir, "default", True)),
     }
+    if larger_sources is not None:
+        seek = partial(loading.opencv_seek, larger_sources.paths, NUM_FRAMES, os.cpu_count())
+        streams[C_LARGE] = Stream(partial(seek, short_side=SHORT_SIDE))
     if fits_in_memory(videos):
         raw_paths = loading.write_raw_records(videos, raw_dir)
         streams[E] = Stream(partial(iter_of, loading.raw_frames, raw_paths, NUM_FRAMES))
