@@ -11,6 +11,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from video_tfrecords import video_io
+
 AUTOTUNE = tf.data.AUTOTUNE
 DCT_METHOD = "INTEGER_ACCURATE"  # what ClipDecoder uses
 
@@ -84,10 +86,14 @@ def bare_reader(data_dir: str, config: str, num_frames: int) -> tf.data.Dataset:
     files = [str(path) for path in builder.info.splits["train"].filepaths]
     spec = {"video": tf.io.FixedLenSequenceFeature([], tf.string, allow_missing=True)}
     decoder = clip_decoder_class()(num_frames)
-    records = tf.data.Dataset.from_tensor_slices(files).repeat().interleave(
-        lambda path: tf.data.TFRecordDataset(path, buffer_size=0),
-        cycle_length=len(files),
-        num_parallel_calls=AUTOTUNE,
+    records = (
+        tf.data.Dataset.from_tensor_slices(files)
+        .repeat()
+        .interleave(
+            lambda path: tf.data.TFRecordDataset(path, buffer_size=0),
+            cycle_length=len(files),
+            num_parallel_calls=AUTOTUNE,
+        )
     )
     clips = records.map(
         lambda record: decoder.sample(tf.io.parse_single_example(record, spec)["video"]),
@@ -217,9 +223,7 @@ def opencv_seek(paths: list[str], num_frames: int, workers: int, short_side: int
         while True:
             while len(pending) < 2 * workers:
                 video, start = next(starts)
-                pending.append(
-                    pool.submit(read_clip, paths[video], start, num_frames, short_side)
-                )
+                pending.append(pool.submit(read_clip, paths[video], start, num_frames, short_side))
             yield pending.popleft().result()
 
 
@@ -233,8 +237,6 @@ def frame_count(path: str) -> int:
 
 def read_clip(path: str, start: int, num_frames: int, short_side: int | None = None):
     """`num_frames` RGB frames of `path` from frame `start` on, resized as the builder would."""
-    from video_tfrecords import video_io
-
     capture = cv2.VideoCapture(path, cv2.CAP_FFMPEG)
     capture.set(cv2.CAP_PROP_POS_FRAMES, start)
     options = video_io.EncodeOptions(short_side=short_side)

@@ -107,7 +107,9 @@ def crop_rows(rates: dict[str, list[float]]) -> list[Row]:
         result = f"{med[name]:.1f} clips/s = {med[name] / BATCH:.1f} batches/s"
         rows.append(Row(TRAINING, name, result))
     rows.append(ratio_row(TRAINING, "float32/uint8", timing.ratio(rates[TRAIN], rates[TRAIN_U8])))
-    rows.append(ratio_row(TRAINING, "uint8/fused crop", timing.ratio(rates[TRAIN_U8], rates[FUSED])))
+    rows.append(
+        ratio_row(TRAINING, "uint8/fused crop", timing.ratio(rates[TRAIN_U8], rates[FUSED]))
+    )
     rows.append(ratio_row(TRAINING, "float32/fused crop", timing.ratio(rates[TRAIN], rates[FUSED])))
     return rows
 

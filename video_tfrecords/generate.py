@@ -326,4 +326,3 @@ _WORKER_BOOTSTRAP = (
     "sys.modules['video_tfrecords'] = package; "
     "from video_tfrecords import worker; worker.main()"
 )
-

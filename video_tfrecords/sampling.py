@@ -197,7 +197,6 @@ class EncodedFrames(tfds.decode.Decoder):
         return serialized_example
 
 
-
 class ClipDecoder(tfds.decode.Decoder):
     """Decodes a clip (or several) out of a video of JPEG frames.
 
