@@ -15,6 +15,7 @@ from sections import (
     BOUND_N,
     BUILD_1,
     BUILD_N,
+    C_LARGE,
     D_CROP,
     FLIP,
     FUSED,
@@ -27,7 +28,6 @@ from sections import (
     A,
     B,
     C,
-    C_LARGE,
     D,
     E,
 )

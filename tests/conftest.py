@@ -27,7 +27,10 @@ def opencv_frames(path) -> np.ndarray:
 def decode_jpegs(jpegs) -> np.ndarray:
     """JPEG bytes -> RGB frames [T, H, W, 3], decoded with OpenCV (the IDCT ClipDecoder uses)."""
     return np.stack(
-        [cv2.cvtColor(cv2.imdecode(np.frombuffer(j, np.uint8), 1), cv2.COLOR_BGR2RGB) for j in jpegs]
+        [
+            cv2.cvtColor(cv2.imdecode(np.frombuffer(j, np.uint8), 1), cv2.COLOR_BGR2RGB)
+            for j in jpegs
+        ]
     )
 
 

@@ -273,5 +273,7 @@ def test_workers_hand_over_examples_and_leave_no_spool_behind(manual_dir, tmp_pa
         spools = [files for _, _, files in os.walk(tmp_path / "scratch") if files]
     examples = [example for outcome in outcomes for _, example in outcome.examples]
     assert len(examples) == 5
-    assert all(tf.train.Example.FromString(example).features.feature["video"] for example in examples)
+    assert all(
+        tf.train.Example.FromString(example).features.feature["video"] for example in examples
+    )
     assert spools == []  # each was removed as its example was read

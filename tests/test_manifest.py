@@ -1,7 +1,8 @@
 """Manifest parsing and validation: every problem reported as FILE:LINE: reason."""
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from video_tfrecords import manifest
 
