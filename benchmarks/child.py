@@ -132,11 +132,13 @@ def stored_bytes(data_dir: str) -> dict:
     import tensorflow as tf
     import tensorflow_datasets as tfds
 
+    from video_tfrecords import EncodedFrames
+
     dataset = tfds.load(
         "video_tfrecords/rss",
         split="train",
         data_dir=os.path.join(data_dir, "long"),
-        decoders={"video": tfds.decode.SkipDecoding()},
+        decoders={"video": EncodedFrames()},
     )
     (example,) = tfds.as_numpy(dataset)
     frames = example["video"]

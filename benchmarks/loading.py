@@ -129,12 +129,7 @@ def training_input(data_dir: str, config: str, num_frames: int, crop: tuple, bat
 
 def stored_frames(data_dir: str, config: str, limit: int) -> list[list[bytes]]:
     """The JPEG bytes of the first `limit` stored videos."""
-    dataset = tfds.load(
-        f"video_tfrecords/{config}",
-        split="train",
-        data_dir=data_dir,
-        decoders={"video": tfds.decode.SkipDecoding()},
-    ).take(limit)
+    dataset = read_parse(data_dir, config).take(limit)
     return [list(ex["video"]) for ex in tfds.as_numpy(dataset)]
 
 
