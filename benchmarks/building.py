@@ -121,11 +121,10 @@ def pool_start_seconds(workers: int) -> float:
     return run_child("pool_start", f"--workers={workers}")["seconds"]
 
 
-def cli_build_seconds(manual_dir: str, data_dir: str, config: dict) -> float:
-    """Wall-clock seconds of `tfds build` from the command line, start-up and imports included."""
-    shutil.rmtree(data_dir, ignore_errors=True)
+def cli_command(manual_dir: str, data_dir: str, config: dict) -> list[str]:
+    """The `tfds build` command line that builds `manual_dir` with `config` into `data_dir`."""
     tfds_cli = os.path.join(os.path.dirname(sys.executable), "tfds")
-    command = [
+    return [
         tfds_cli,
         "build",
         "video_tfrecords",
@@ -134,8 +133,15 @@ def cli_build_seconds(manual_dir: str, data_dir: str, config: dict) -> float:
         f"--data_dir={data_dir}",
         f"--config={json.dumps(config)}",
     ]
+
+
+def cli_build_seconds(manual_dir: str, data_dir: str, config: dict) -> float:
+    """Wall-clock seconds of `tfds build` from the command line, start-up and imports included."""
+    shutil.rmtree(data_dir, ignore_errors=True)
     start = time.perf_counter()
-    subprocess.run(command, env=child_env(), capture_output=True, check=True)
+    subprocess.run(
+        cli_command(manual_dir, data_dir, config), env=child_env(), capture_output=True, check=True
+    )
     seconds = time.perf_counter() - start
     shutil.rmtree(data_dir, ignore_errors=True)
     return seconds

@@ -36,14 +36,14 @@ def build(manual_dir: str, data_dir: str, config: str | dict) -> dict:
     import tensorflow_datasets as tfds
 
     import video_tfrecords
-    from video_tfrecords import generate
+    from video_tfrecords import examples
 
     tfds.disable_progress_bar()
     if isinstance(config, dict):
         config = video_tfrecords.VideoConfig(**config)
     builder = tfds.builder("video_tfrecords", data_dir=data_dir, config=config)
     done = []
-    generate.report = stamped(generate.report, done)
+    examples.report = stamped(examples.report, done)
     start = time.perf_counter()
     builder.download_and_prepare(
         download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
@@ -76,22 +76,30 @@ def bound(videos: list[str], short_side: int, quality: int) -> dict:
     start, frames = time.time(), 0
     for path in videos:
         capture = cv2.VideoCapture(path, cv2.CAP_FFMPEG)
-        size = None
         while True:
             ok, frame = capture.read()
             if not ok:
                 break
-            if size is None:
-                size = stored_size(frame.shape[0], frame.shape[1], short_side)
-            if size != frame.shape[:2]:
-                # The filter the builder picks: area averaging only for a 2x or larger reduction.
-                strong = size[0] * 2 <= frame.shape[0] or size[1] * 2 <= frame.shape[1]
-                filter_ = cv2.INTER_AREA if strong else cv2.INTER_LINEAR
-                frame = cv2.resize(frame, size[::-1], interpolation=filter_)
+            frame = shrink(frame, short_side)
             cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, quality])
             frames += 1
         capture.release()
     return {"start": start, "end": time.time(), "frames": frames, "videos": len(videos)}
+
+
+def shrink(frame, short_side: int | None):
+    """`frame` with its short side brought down to `short_side`, with the filter the old
+    OpenCV build path picked: area averaging for a 2x or larger reduction, else linear."""
+    import cv2
+
+    if short_side is None:
+        return frame
+    size = stored_size(frame.shape[0], frame.shape[1], short_side)
+    if size == frame.shape[:2]:
+        return frame
+    strong = size[0] * 2 <= frame.shape[0] or size[1] * 2 <= frame.shape[1]
+    interpolation = cv2.INTER_AREA if strong else cv2.INTER_LINEAR
+    return cv2.resize(frame, size[::-1], interpolation=interpolation)
 
 
 def stored_size(height: int, width: int, short_side: int) -> tuple[int, int]:
@@ -127,7 +135,7 @@ def status_bytes(field: str) -> int:
 
 
 def stored_bytes(data_dir: str) -> dict:
-    """JPEG bytes, frames and raw uint8 bytes of the video stored by the `long` build."""
+    """JPEG bytes, frames and raw uint8 bytes of the video stored by the `long` build (its segments)."""
     import numpy as np
     import tensorflow as tf
     import tensorflow_datasets as tfds
@@ -140,8 +148,7 @@ def stored_bytes(data_dir: str) -> dict:
         data_dir=os.path.join(data_dir, "long"),
         decoders={"video": EncodedFrames()},
     )
-    (example,) = tfds.as_numpy(dataset)
-    frames = example["video"]
+    frames = [frame for example in tfds.as_numpy(dataset) for frame in example["video"]]
     pixels = int(np.prod(tf.io.extract_jpeg_shape(frames[0]).numpy()))
     return {
         "jpeg_bytes": sum(map(len, frames)),
@@ -151,22 +158,29 @@ def stored_bytes(data_dir: str) -> dict:
 
 
 def pool_start(workers: int) -> dict:
-    """Seconds to start the builder's workers and get a first result back from each."""
-    from video_tfrecords import generate
+    """Seconds to start the builder's worker processes and get a first result back from each."""
+    from video_tfrecords import examples, parallel
 
     start = time.perf_counter()
-    with generate.Workers(workers) as pool:
-        tasks = [_probe_task(generate) for _ in range(workers)]
-        list(pool.run_all(tasks))
+    results = parallel.ordered_map(
+        examples.encode,
+        [_probe_task() for _ in range(workers)],
+        num_workers=workers,
+        on_death=examples.on_worker_death,
+        initializer=examples.init_worker,
+    )
+    list(results)
     return {"seconds": time.perf_counter() - start}
 
 
-def _probe_task(generate):
+def _probe_task():
     """A task for a file that does not exist: the worker answers at once with a skip record."""
-    from video_tfrecords import manifest, video_io
+    import video_tfrecords
+    from video_tfrecords import examples, manifest
 
     entry = manifest.Entry(manifest="probe", line=1, path="missing.mp4", label="x")
-    return generate.Task("train", entry, 0, "/nonexistent/missing.mp4", video_io.EncodeOptions())
+    config = video_tfrecords.VideoConfig(name="probe")
+    return examples.Task("train", entry, 0, "/nonexistent/missing.mp4", config, "/nonexistent")
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from video_tfrecords import video_io
+import child
 
 AUTOTUNE = tf.data.AUTOTUNE
 DCT_METHOD = "INTEGER_ACCURATE"  # what ClipDecoder uses
@@ -234,13 +234,12 @@ def read_clip(path: str, start: int, num_frames: int, short_side: int | None = N
     """`num_frames` RGB frames of `path` from frame `start` on, resized as the builder would."""
     capture = cv2.VideoCapture(path, cv2.CAP_FFMPEG)
     capture.set(cv2.CAP_PROP_POS_FRAMES, start)
-    options = video_io.EncodeOptions(short_side=short_side)
     frames = []
     for _ in range(num_frames):
         ok, frame = capture.read()
         if not ok:
             raise RuntimeError(f"{path}: no frame {start + len(frames)}")
-        frame = video_io.resize(frame, video_io.output_size(*frame.shape[:2], options))
+        frame = child.shrink(frame, short_side)
         frames.append(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB))
     capture.release()
     return np.stack(frames)

@@ -168,14 +168,18 @@ def storage_rows(footprints: list[storage.Footprint], sample: int) -> list[Row]:
 
 
 def memory_rows(rss: dict) -> list[Row]:
-    """Build memory: peak RSS growth over the JPEG bytes of the video."""
+    """Build memory: peak RSS growth over the JPEG bytes of the video, for information.
+
+    The build now leaves serializing and buffering to TFDS's writer (which holds
+    up to ~1 GB of a split before spilling to disk); the bound that matters, all
+    of `tfds build`'s processes on a 20-minute video, is benchmarks/build_memory.py.
+    """
     growth = rss["peak"] - rss["baseline"]
-    target = Target("RSS growth/JPEG", growth / rss["jpeg_bytes"], 1.0, at_most=True)
     video = f"{rss['frames']} frames: JPEG {mb(rss['jpeg_bytes'])}, raw {mb(rss['raw_bytes'])}"
     return [
         Row(MEMORY, "the video", video),
         Row(MEMORY, "RSS after a warm-up build (baseline)", mb(rss["baseline"])),
         Row(MEMORY, "peak RSS (VmHWM) building it, num_workers=1", mb(rss["peak"])),
-        Row(MEMORY, "", "", f"(peak - baseline)/JPEG bytes = {target.value:.3f}", target),
+        Row(MEMORY, "", "", f"(peak - baseline)/JPEG bytes = {growth / rss['jpeg_bytes']:.3f}"),
         Row(MEMORY, "", "", f"(peak - baseline)/raw bytes = {growth / rss['raw_bytes']:.2f}"),
     ]

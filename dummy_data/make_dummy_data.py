@@ -5,8 +5,10 @@ Run from the repo root: `python dummy_data/make_dummy_data.py` (needs the
 """
 
 import pathlib
+import sys
 
-from video_tfrecords import synthetic
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+import synthetic  # noqa: E402
 
 HERE = pathlib.Path(__file__).parent
 CLASSES = ["abseiling", "juggling", "surfing"]

@@ -7,9 +7,13 @@ column per frame of the sampled clip.
 """
 
 import argparse
+import os
 
 import cv2
 import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up lines
+
 import tensorflow_datasets as tfds
 
 import video_tfrecords

@@ -7,7 +7,10 @@ Builds the dataset first if it is not there yet.
 """
 
 import argparse
+import os
 import pathlib
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up lines
 
 import keras
 import tensorflow_datasets as tfds

@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from video_tfrecords import synthetic
+import synthetic
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

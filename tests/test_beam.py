@@ -4,7 +4,8 @@ import numpy as np
 import tensorflow_datasets as tfds
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from video_tfrecords import VideoConfig, synthetic
+import synthetic
+from video_tfrecords import VideoConfig
 
 # Never DirectRunner: in Beam 2.77 it first tries to download a binary.
 BEAM_OPTIONS = "runner=FnApiRunner,direct_num_workers=2,direct_running_mode=multi_processing"

@@ -6,11 +6,12 @@ import shutil
 
 import numpy as np
 import pytest
-import tensorflow as tf
+import synthetic
 import tensorflow_datasets as tfds
 
 from conftest import opencv_frames, psnr
-from video_tfrecords import VideoConfig, synthetic
+from video_tfrecords import VideoConfig
+from video_tfrecords import examples as build_examples
 from video_tfrecords.video_tfrecords_dataset_builder import VideoBuildError
 
 
@@ -115,11 +116,11 @@ def make_bad_files(folder):
     (folder / "text.mp4").write_text("this is not a video\n" * 20)
     (folder / "truncated.mp4").write_bytes(good[: len(good) // 3])
     return {
-        "random.mp4": "cannot open",
+        "random.mp4": "not a video",
         "empty.mp4": "empty file",
         "missing.mp4": "file not found",
-        "text.mp4": "cannot open",
-        "truncated.mp4": "cannot open",
+        "text.mp4": "not a video",
+        "truncated.mp4": "index (moov) missing: file truncated",
     }
 
 
@@ -212,9 +213,7 @@ def test_truncated_video_is_kept_and_noted(manual_dir, tmp_path):
 
 
 def test_examples_too_big_for_protobuf_are_refused_clearly(manual_dir, tmp_path, monkeypatch):
-    from video_tfrecords import generate
-
-    monkeypatch.setattr(generate, "MAX_EXAMPLE_BYTES", 2000)  # stands in for 1 GiB
+    monkeypatch.setattr(build_examples, "MAX_EXAMPLE_BYTES", 2000)  # stands in for 1 GiB
     (manual_dir / "train.txt").write_text("v0.mp4 walking\nv2.mp4 walking\n")
     builder = build(manual_dir, tmp_path / "data", short_side=None)
     reasons = {s["path"]: s["reason"] for s in builder.info.metadata["skipped"]}
@@ -224,56 +223,39 @@ def test_examples_too_big_for_protobuf_are_refused_clearly(manual_dir, tmp_path,
     assert builder.info.metadata["skipped"] == []
 
 
-class _KillsTheWorker:
-    """Unpickling this in a worker ends the process, as an FFmpeg segfault would."""
+# Loaded by every Python process started with the folder on PYTHONPATH, so by the
+# build's spawned workers: a worker that opens "poison.mp4" dies as if FFmpeg had crashed.
+SITECUSTOMIZE = """
+import os, signal
+import video_tfrecords.video_io as video_io
 
-    def __reduce__(self):
-        return (os._exit, (3,))
+original_init = video_io.Video.__init__
 
+def init(self, path, *args, **kwargs):
+    if os.path.basename(path) == "poison.mp4":
+        os.kill(os.getpid(), signal.SIGKILL)
+    original_init(self, path, *args, **kwargs)
 
-def test_a_crashing_worker_costs_only_its_video(manual_dir):
-    from video_tfrecords import generate, manifest, video_io
-
-    def task(path, options=None):
-        entry = manifest.Entry("train.txt", 1, path, "walking")
-        options = video_io.EncodeOptions() if options is None else options
-        return generate.Task("train", entry, 0, str(manual_dir / path), options)
-
-    tasks = [task("v0.mp4"), task("v1.mp4", _KillsTheWorker()), task("v2.mp4"), task("v0.mp4")]
-    with generate.Workers(2) as workers:
-        outcomes = list(workers.run_all(tasks))
-    assert [o.task.entry.path for o in outcomes] == ["v0.mp4", "v1.mp4", "v2.mp4", "v0.mp4"]
-    assert outcomes[1].skipped["reason"] == "the decoder crashed (exit code 3)"
-    assert [len(o.examples) for o in outcomes] == [1, 0, 1, 1]
+video_io.Video.__init__ = init
+"""
 
 
-def test_workers_stopped_mid_video_leave_no_spool_behind(manual_dir, tmp_path, monkeypatch):
-    from video_tfrecords import generate, manifest, video_io
-
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "scratch"))
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "scratch"))
-    (tmp_path / "scratch").mkdir()
-    entry = manifest.Entry("train.txt", 1, "v0.mp4", "walking")
-    task = generate.Task("train", entry, 0, str(manual_dir / "v0.mp4"), video_io.EncodeOptions())
-    with generate.Workers(2) as workers:
-        results = workers.run_all([task] * 6)
-        next(results)  # the others are still in flight when the workers are stopped
-    assert os.listdir(tmp_path / "scratch") == []
-
-
-def test_workers_hand_over_examples_and_leave_no_spool_behind(manual_dir, tmp_path, monkeypatch):
-    from video_tfrecords import generate, manifest, video_io
-
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "scratch"))
-    (tmp_path / "scratch").mkdir()
-    entry = manifest.Entry("train.txt", 1, "v0.mp4", "walking")
-    task = generate.Task("train", entry, 0, str(manual_dir / "v0.mp4"), video_io.EncodeOptions())
-    with generate.Workers(2) as workers:
-        outcomes = list(workers.run_all([task] * 5))
-        spools = [files for _, _, files in os.walk(tmp_path / "scratch") if files]
-    examples = [example for outcome in outcomes for _, example in outcome.examples]
-    assert len(examples) == 5
-    assert all(
-        tf.train.Example.FromString(example).features.feature["video"] for example in examples
+def test_a_worker_that_dies_costs_only_its_own_video(manual_dir, tmp_path, monkeypatch):
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(hooks), os.environ.get("PYTHONPATH", "")])
     )
-    assert spools == []  # each was removed as its example was read
+    shutil.copy(manual_dir / "v1.mp4", manual_dir / "poison.mp4")
+    names = ["v0.mp4", "v1.mp4", "poison.mp4", "v2.mp4", "v0b.mp4", "v1b.mp4"]
+    shutil.copy(manual_dir / "v0.mp4", manual_dir / "v0b.mp4")
+    shutil.copy(manual_dir / "v1.mp4", manual_dir / "v1b.mp4")
+    (manual_dir / "train.txt").write_text("".join(f"{n} walking\n" for n in names))
+    (manual_dir / "test.txt").write_text("v2.mp4 walking\n")
+    builder = build(manual_dir, tmp_path / "data", num_workers=2, short_side=None)
+    (skipped,) = builder.info.metadata["skipped"]
+    assert skipped == {"split": "train", "path": "poison.mp4", "reason": "worker died (signal 9)"}
+    written = [e["filename"].decode() for e in examples(builder, "train")]
+    assert sorted(written) == sorted(n for n in names if n != "poison.mp4")
+    assert builder.info.splits["train"].num_examples + 1 == len(names)

@@ -6,7 +6,8 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from conftest import decode_jpegs, psnr
-from video_tfrecords import ClipDecoder, VideoConfig, synthetic
+import synthetic
+from video_tfrecords import ClipDecoder, VideoConfig
 
 NUM_TRAIN = 6
 

@@ -1,18 +1,30 @@
 """video_tfrecords: video datasets as JPEG frames in TFRecords, decoded clip by clip.
 
-Importing the package registers the `video_tfrecords` TFDS builder. The clip
-sampler is loaded on first use, so that build worker processes, which import
-this package, never pay for importing TensorFlow.
+Importing the package registers the `video_tfrecords` TFDS builder and imports
+no TensorFlow: the readers are loaded on first use, so a process without
+TensorFlow (PyTorch, JAX, Grain) can use `ClipSource`, and build workers start fast.
 """
 
 from video_tfrecords.config import VideoConfig
 from video_tfrecords.video_tfrecords_dataset_builder import Builder
 
-__all__ = ["Builder", "ClipDecoder", "EncodedFrames", "VideoConfig", "clip_dataset", "fold_in"]
+__all__ = [
+    "Builder",
+    "ClipDecoder",
+    "ClipSource",
+    "ClipSpec",
+    "EncodedFrames",
+    "VideoConfig",
+    "clip_dataset",
+    "fold_in",
+]
+# Public name -> the module that defines it, imported when the name is first used.
 _LAZY = {
-    "ClipDecoder": "sampling",
-    "EncodedFrames": "sampling",
-    "clip_dataset": "pipeline",
+    "ClipDecoder": "decoders",
+    "EncodedFrames": "decoders",
+    "ClipSource": "clip_source",
+    "ClipSpec": "clip_spec",
+    "clip_dataset": "input_pipeline",
     "fold_in": "clip_plan",
 }
 

@@ -1,4 +1,4 @@
-"""The builder's configuration: how frames are chosen, sized and encoded."""
+"""The builder's configuration: how frames are chosen, sized and encoded, and how the build runs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,18 @@ import dataclasses
 
 import tensorflow_datasets as tfds
 
-from video_tfrecords.video_io import EncodeOptions
+# Fields that decide the stored frames: a change of any of them makes a new cache entry.
+FRAME_FIELDS = (
+    "short_side",
+    "size",
+    "upscale",
+    "coded_aspect",
+    "fps",
+    "max_frames",
+    "num_frames",
+    "jpeg_quality",
+    "segment_frames",
+)
 
 
 @dataclasses.dataclass(eq=False)
@@ -19,35 +30,43 @@ class VideoConfig(tfds.core.BuilderConfig):
 
     Attributes:
       short_side: resize so the shorter side is this many pixels, keeping the
-        aspect ratio. Frames already smaller are kept as they are unless
-        `upscale`. None keeps the native size.
+        display aspect ratio. Frames already smaller are kept as they are
+        unless `upscale`. None keeps the native size.
       size: (height, width) to resize every frame to, ignoring the aspect ratio.
         Overrides `short_side`.
       upscale: with `short_side`, also enlarge frames smaller than it.
-      fps: keep frames at this rate, chosen by the frames' timestamps (so
-        variable-frame-rate videos work). None keeps every frame.
+      coded_aspect: keep the coded pixel grid's aspect ratio instead of the
+        display aspect (which applies the sample aspect ratio, as players do).
+      fps: resample to this constant rate by the frames' timestamps (the
+        frame on screen at each 1/fps tick). None keeps every frame.
       max_frames: keep only the first this many (selected) frames.
       num_frames: keep this many frames evenly spaced over the whole video,
         first and last included (shorter videos keep all their frames).
       jpeg_quality: JPEG quality, 1-100, of the stored frames.
-      strict: stop the build at the first bad video instead of skipping it.
       segment_frames: store videos longer than this many frames as several
         examples of at most this many frames (`segment`, `start_frame` tell
-        which part). None stores each video as one example.
+        which part), so that no example outgrows memory. None stores each
+        video as one example.
+      strict: stop the build at the first bad or damaged video instead of
+        skipping it (or keeping it with a note).
       num_workers: processes that decode and encode videos in parallel during
         a local build (0 = one per CPU core, 1 = in the build process).
+      keep_cache: keep the cache of encoded videos after a successful build
+        (it is what lets a killed build resume; it is removed by default).
     """
 
     short_side: int | None = 256
     size: tuple[int, int] | None = None
     upscale: bool = False
+    coded_aspect: bool = False
     fps: float | None = None
     max_frames: int | None = None
     num_frames: int | None = None
     jpeg_quality: int = 90
+    segment_frames: int | None = 1000
     strict: bool = False
-    segment_frames: int | None = None
     num_workers: int = 0
+    keep_cache: bool = False
 
     def __post_init__(self):
         if self.size is not None:
@@ -56,30 +75,20 @@ class VideoConfig(tfds.core.BuilderConfig):
         if problems:
             raise ValueError(f"VideoConfig {self.name!r}: " + "; ".join(problems))
         if self.version is None:
-            self.version = "1.0.0"
+            self.version = "2.0.0"
 
-    def encode_options(self) -> EncodeOptions:
-        return EncodeOptions(
-            short_side=self.short_side,
-            size=self.size,
-            upscale=self.upscale,
-            fps=self.fps,
-            max_frames=self.max_frames,
-            num_frames=self.num_frames,
-            jpeg_quality=self.jpeg_quality,
-        )
-
-
-def _positive(value) -> bool:
-    return value is None or value > 0
+    def frame_fields(self) -> dict:
+        """The fields that decide the stored frames (the cache key's part of the config)."""
+        return {field: getattr(self, field) for field in FRAME_FIELDS}
 
 
 def _problems(config: VideoConfig) -> list[str]:
     """Everything wrong with the config's fields, in words."""
-    problems = []
-    for field in ("short_side", "fps", "max_frames", "num_frames", "segment_frames"):
-        if not _positive(getattr(config, field)):
-            problems.append(f"{field} must be positive, got {getattr(config, field)}")
+    problems = [
+        f"{field} must be positive, got {getattr(config, field)}"
+        for field in ("short_side", "fps", "max_frames", "num_frames", "segment_frames")
+        if getattr(config, field) is not None and getattr(config, field) <= 0
+    ]
     if config.size is not None and (len(config.size) != 2 or min(config.size) <= 0):
         problems.append(f"size must be (height, width) > 0, got {config.size}")
     if not 1 <= config.jpeg_quality <= 100:

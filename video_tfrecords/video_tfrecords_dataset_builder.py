@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import tensorflow_datasets as tfds
-from absl import logging
 from etils import epath
-from tensorflow_datasets.core.utils import tqdm_utils  # honours tfds.disable_progress_bar()
 
 from video_tfrecords import config as config_lib
-from video_tfrecords import generate, manifest, split_writer
-from video_tfrecords.generate import VideoBuildError
+from video_tfrecords import examples, manifest, parallel
+from video_tfrecords.examples import VideoBuildError
 
 __all__ = ["Builder", "VideoBuildError"]
+
+
+class _TfdsVideoDtypeWarning(logging.Filter):
+    """Drops the one deprecation warning that TFDS's own Video feature logs on every build.
+
+    `tfds.features.Video.to_json_content` reads the deprecated
+    `FeatureConnector.dtype` itself (TFDS 4.9.10); nothing a builder does avoids it.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("`FeatureConnector.dtype` is deprecated")
+
+
+logging.getLogger("absl").addFilter(_TfdsVideoDtypeWarning())
 
 MANUAL_INSTRUCTIONS = """\
 Put into the manual dir (`--manual_dir=DIR`) one manifest per split you want:
@@ -29,11 +42,19 @@ ignored. Optionally add labels.txt: one class name per line, line i = id i.
 """
 
 
+def _scalar(dtype, doc: str) -> tfds.features.Scalar:
+    return tfds.features.Scalar(dtype, doc=doc)
+
+
 class Builder(tfds.core.GeneratorBasedBuilder):
     """Stores each video of your manifests as a sequence of JPEG frames."""
 
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES = {"1.0.0": "Initial release."}
+    VERSION = tfds.core.Version("2.0.0")
+    RELEASE_NOTES = {
+        "1.0.0": "Initial release.",
+        "2.0.0": "Decoded with FFmpeg (PyAV): display aspect, per-frame timestamps, colour "
+        "matrices, damaged packets concealed; segments of 1000 frames by default.",
+    }
     BUILDER_CONFIGS = [config_lib.DEFAULT, config_lib.NATIVE]
     MANUAL_DOWNLOAD_INSTRUCTIONS = MANUAL_INSTRUCTIONS
 
@@ -46,17 +67,27 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                     "video": tfds.features.Video(frame_shape, encoding_format="jpeg"),
                     "label": tfds.features.ClassLabel(),
                     "filename": tfds.features.Text(),
-                    "fps": tfds.features.Scalar(np.float32, doc="Frame rate of the stored frames."),
-                    "source_height": tfds.features.Scalar(np.int32),
-                    "source_width": tfds.features.Scalar(np.int32),
-                    "source_num_frames": tfds.features.Scalar(
-                        np.int32, doc="Frames of the source video, counted by decoding."
+                    "timestamps": tfds.features.Tensor(
+                        shape=(None,),
+                        dtype=np.float32,
+                        doc="Time of each stored frame, in seconds from the video's first frame.",
                     ),
-                    "segment": tfds.features.Scalar(
-                        np.int32, doc="Which part of the video (0 unless segment_frames)."
+                    "fps": _scalar(np.float32, "Frame rate of the stored frames."),
+                    "codec": tfds.features.Text(doc="FFmpeg's name of the source's codec."),
+                    "source_height": _scalar(np.int32, "Coded height of the source."),
+                    "source_width": _scalar(np.int32, "Coded width of the source."),
+                    "source_num_frames": _scalar(
+                        np.int32, "Frames of the source video, counted by decoding."
                     ),
-                    "start_frame": tfds.features.Scalar(
-                        np.int32, doc="Index of the first stored frame within the video."
+                    "display_height": _scalar(np.int32, "Height a player shows (SAR, rotation)."),
+                    "display_width": _scalar(np.int32, "Width a player shows (SAR, rotation)."),
+                    "sample_aspect_ratio": _scalar(np.float32, "Width of a source pixel / height."),
+                    "rotation": _scalar(
+                        np.int32, "Clockwise degrees the source was turned to be upright."
+                    ),
+                    "segment": _scalar(np.int32, "Which part of the video (see segment_frames)."),
+                    "start_frame": _scalar(
+                        np.int32, "Index of the first stored frame within the video."
                     ),
                 }
             ),
@@ -64,22 +95,18 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             metadata=tfds.core.MetadataDict(),
         )
 
-    def _download_and_prepare(self, dl_manager, download_config):
-        self._use_beam = bool(download_config.beam_options or download_config.beam_runner)
-        with generate.Workers(self.builder_config.num_workers) as self._workers:
-            result = super()._download_and_prepare(dl_manager, download_config)
+    def download_and_prepare(self, *, download_dir=None, download_config=None, **kwargs):
+        """Builds, then removes the cache of encoded videos unless the config keeps it."""
+        config = download_config or tfds.download.DownloadConfig()
+        self._use_beam = bool(config.beam_runner or config.beam_options)
+        self._cache_dir = None
+        super().download_and_prepare(download_dir=download_dir, download_config=config, **kwargs)
         if self._use_beam:
             self._collect_beam_records()
-        return result
-
-    def _generate_splits(self, dl_manager, download_config):
-        """Without Beam, examples come serialized: they go to TFDS's writer as they are."""
-        if self._use_beam:
-            return super()._generate_splits(dl_manager, download_config)
-        return [
-            split_writer.write_split(self, split, examples, download_config)
-            for split, examples in self._split_generators(dl_manager).items()
-        ]
+        if self._cache_dir is not None and not self.builder_config.keep_cache:
+            self._cache_dir.rmtree(missing_ok=True)
+            if not any(self._cache_dir.parent.iterdir()):
+                self._cache_dir.parent.rmdir()
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
         manual_dir = epath.Path(dl_manager.manual_dir)
@@ -91,47 +118,51 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         self.info.metadata["skipped"] = []
         self.info.metadata["notes"] = []
         self._videos_per_split = {split: len(entries) for split, entries in dataset.splits.items()}
-        generate_split = self._generate_with_beam if self._use_beam else self._generate_examples
-        return {
-            split: generate_split(self._tasks(split, manual_dir, dataset))
-            for split in dataset.splits
-        }
-
-    def _tasks(self, split: str, manual_dir: epath.Path, dataset: manifest.Dataset):
         config = self.builder_config
-        return [
-            generate.Task(
-                split=split,
-                entry=entry,
-                label=dataset.label_id(entry),
-                video_path=str(manifest.resolve(manual_dir, entry.path)),
-                options=config.encode_options(),
-                segment_frames=config.segment_frames,
-            )
-            for entry in dataset.splits[split]
-        ]
-
-    def _generate_examples(self, tasks: list[generate.Task]):
-        """Yields (key, serialized tf.train.Example) for each video, in manifest order."""
-        split, skipped = tasks[0].split, 0
-        progress = tqdm_utils.tqdm(
-            total=len(tasks), desc=f"Encoding {split} videos", unit=" videos", leave=False
+        self._cache_dir = (
+            epath.Path(dl_manager.download_dir) / "video_tfrecords_cache" / config.name
         )
-        with progress:
-            for outcome in self._workers.run_all(tasks):
-                generate.report(outcome, self.builder_config.strict)
-                progress.update(1)
-                if outcome.skipped:
-                    self.info.metadata["skipped"].append(outcome.skipped)
-                    skipped += 1
-                    progress.set_postfix(skipped=skipped)
-                    continue
-                if outcome.note:
-                    self.info.metadata["notes"].append(outcome.note)
-                yield from outcome.examples
-        self._summarize(split)
+        threads = parallel.threads_per_worker(self._num_workers())
+        tasks = {
+            split: [
+                examples.Task(
+                    split=split,
+                    entry=entry,
+                    label=dataset.label_id(entry),
+                    video_path=str(manifest.resolve(manual_dir, entry.path)),
+                    config=config,
+                    cache_root=str(self._cache_dir),
+                    decoder_threads=threads,
+                )
+                for entry in entries
+            ]
+            for split, entries in dataset.splits.items()
+        }
+        generate = self._generate_with_beam if self._use_beam else self._generate_examples
+        return {split: generate(split_tasks) for split, split_tasks in tasks.items()}
 
-    def _generate_with_beam(self, tasks: list[generate.Task]):
+    def _num_workers(self) -> int:
+        return parallel.worker_count(self.builder_config.num_workers)
+
+    def _generate_examples(self, tasks: list[examples.Task]):
+        """Yields (key, example) for each video, in manifest order, encoded in worker processes."""
+        outcomes = parallel.ordered_map(
+            examples.encode,
+            tasks,
+            num_workers=self._num_workers(),
+            on_death=examples.on_worker_death,
+            initializer=examples.init_worker,
+        )
+        for outcome in outcomes:
+            examples.report(outcome, self.builder_config.strict)
+            if outcome.skipped:
+                self.info.metadata["skipped"].append(outcome.skipped)
+            if outcome.note:
+                self.info.metadata["notes"].append(outcome.note)
+            yield from examples.examples_of(outcome)
+        self._summarize(tasks[0].split)
+
+    def _generate_with_beam(self, tasks: list[examples.Task]):
         """The same examples, one video per Beam element; skip records go to files."""
         beam = tfds.core.lazy_imports.apache_beam
         split = tasks[0].split
@@ -142,16 +173,16 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                 pipeline
                 | f"Videos {split}" >> beam.Create(tasks)
                 | f"Spread {split}" >> beam.Reshuffle()
-                | f"Encode {split}" >> beam.Map(generate.run, serialized=False)
-                | f"Report {split}" >> beam.Map(generate.report, self.builder_config.strict)
+                | f"Encode {split}" >> beam.Map(examples.encode)
+                | f"Report {split}" >> beam.Map(examples.report, self.builder_config.strict)
             )
             _ = (
                 outcomes
-                | f"Records {split}" >> beam.FlatMap(generate.records_of)
+                | f"Records {split}" >> beam.FlatMap(examples.records_of)
                 | f"Write records {split}"
                 >> beam.io.WriteToText(str(records_dir / split), file_name_suffix=".jsonl")
             )
-            return outcomes | f"Examples {split}" >> beam.FlatMap(generate.examples_of)
+            return outcomes | f"Examples {split}" >> beam.FlatMap(examples.examples_of)
 
         return beam.ptransform_fn(expand)()
 
@@ -159,7 +190,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         return epath.Path(self.data_path) / "build_records"
 
     def _collect_beam_records(self) -> None:
-        """Moves the skip records Beam workers wrote into info.metadata."""
+        """Moves the skip records Beam workers wrote into info.metadata, and writes it."""
         records_dir = self._beam_records_dir()
         for path in sorted(records_dir.glob("*.jsonl*")):
             for line in path.read_text().splitlines():
@@ -171,23 +202,17 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             self._summarize(split)
         if records_dir.exists():
             records_dir.rmtree()
+        self.info.write_to_directory(self.data_path)
 
     def _summarize(self, split: str) -> None:
-        """Logs N written, M skipped; fails a split where every video was bad."""
+        """Fails a split where every video was bad (the skips were warned of one by one)."""
         skipped = [s for s in self.info.metadata["skipped"] if s["split"] == split]
-        written = self._videos_per_split[split] - len(skipped)
-        if not written:
+        if len(skipped) == self._videos_per_split[split]:
             reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in skipped)
             raise VideoBuildError(
                 f"none of the {len(skipped)} videos of split {split} could be read: {reasons}"
             )
-        logging.warning(
-            "Split %s: %d videos written, %d skipped (listed in info.metadata['skipped']).",
-            split,
-            written,
-            len(skipped),
-        )
 
     def _should_cache_ds(self, split, shuffle_files, read_config) -> bool:
-        """Never auto-cache: it would freeze random clips to the first epoch's."""
+        """Never auto-cache: TFDS caches after decoding, which would freeze random clips."""
         return False

@@ -1,4 +1,4 @@
-"""`clip_dataset`: batches of (clip, label) for training or evaluation, ready to use."""
+"""`clip_dataset`: the whole tf.data input pipeline, batches of (clip, label) ready to use."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from video_tfrecords.clip_plan import fold_in
-from video_tfrecords.sampling import ClipDecoder, EncodedFrames, check_positive_int, is_int
+from video_tfrecords import clip_plan
+from video_tfrecords.clip_spec import check_positive_int, is_int
+from video_tfrecords.decoders import ClipDecoder, EncodedFrames
 
 __all__ = ["clip_dataset"]
 
@@ -60,8 +61,8 @@ def clip_dataset(
             bytes (4x less memory; normalise on the accelerator).
         num_parallel_calls: parallelism of clip decoding.
         name: registered TFDS dataset name.
-        **clip_kwargs: other `ClipDecoder` arguments (stride, mode, num_clips,
-            short_video, crop_size, crop, flip).
+        **clip_kwargs: the other `ClipSpec` arguments (stride, mode, num_clips,
+            short_video, crop_size, crop, flip, short_side).
 
     Returns:
         A `tf.data.Dataset` of `(clip, label)` batches.
@@ -108,10 +109,13 @@ def clip_dataset(
     else:
         epochs = tf.data.Dataset.range(num_epochs)
 
-    if seed is not None:
-        epoch_seeds = epochs.map(lambda e: fold_in(seed, e))
-    else:
-        epoch_seeds = epochs.map(lambda e: tf.bitcast(decoder._fresh_key_tf(), tf.int64))
+    @tf.autograph.experimental.do_not_convert
+    def seed_of_epoch(epoch):
+        if seed is None:
+            return clip_plan.fresh_seed(clip_plan.tf_ops())
+        return clip_plan.fold_in(seed, epoch)
+
+    epoch_seeds = epochs.map(seed_of_epoch)
 
     def one_epoch(epoch_seed):
         ds = examples

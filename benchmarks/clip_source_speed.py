@@ -1,0 +1,294 @@
+"""ClipSource's speed on one core, beside the JPEG-decode limit and the TF path.
+
+    python benchmarks/clip_source_speed.py            # ~4 min on 2 cores, data included
+    python benchmarks/clip_source_speed.py --quick    # < 1 min
+    python benchmarks/clip_source_speed.py --crop 224 # clips cropped to 224x224
+
+Makes its own data: synthetic 340x256 videos of 250 frames (tests/synthetic.py),
+built with the `default` config as TFRecord and as array_record. The process is
+pinned to one CPU core, so every rate is per core. In each round every method
+reads one clip of every video, taking turns video by video in a rotating order
+(interleaved, so that a slow spell of a shared machine hits them alike), all
+with one seed, so that they decode exactly the same frames:
+
+- limit: OpenCV decodes the clip's JPEGs from bytes already in memory (what
+  ClipSource decodes with), nothing else: no read, parse, plan or output array;
+- ClipSource on the TFRecord build, re-reads: a TFRecord record's CRC32C is
+  checked on its first read in a process only, so from the second round on a
+  read is a view into the memory-mapped file, parsed;
+- ClipSource on the TFRecord build, first reads: every round reads through a
+  fresh copy of the source (unpickled untimed, as a worker gets it), so every
+  read checks the record's CRC32C (and the first one maps the file);
+- ClipSource on the array_record build (array_record's reader checks its
+  hashes and copies the record on every read);
+- TF path: `tfds.load` + `ClipDecoder` (tf.data, TensorFlow's JPEG decoder;
+  tf.data checks every record's CRC32C on every read);
+- records only: ClipSource's reading and parsing of a record, without
+  sampling, first read (CRC32C) and re-read, to show where the time goes.
+
+The files are in the page cache in every case (no disk reads are timed).
+
+Times are the process's CPU time (user + system, all its threads, on its one
+core): the work per clip, not counting spells when another process had the core
+(a shared machine otherwise decides the ratios). Prints one markdown table:
+clips/s of CPU time (median of the rounds) and the ratios of
+ClipSource to the limit and to the TF path (median, [min-max] over the rounds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import pickle
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up lines
+
+import cv2
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+import synthetic  # the test videos' maker
+from video_tfrecords import ClipDecoder, ClipSource, clip_decode, records
+
+HEIGHT, WIDTH, FRAMES = 256, 340, 250
+SEED = 2024
+LIMIT = "limit: OpenCV decode of the clip's JPEGs in memory"
+TF_PATH = "TF path: tfds.load + ClipDecoder"
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer videos and rounds (< 1 min)")
+    parser.add_argument("--videos", type=int, default=None, help="default 12 (--quick: 4)")
+    parser.add_argument("--rounds", type=int, default=None, help="default 15 (--quick: 5)")
+    parser.add_argument("--clips", type=int, nargs="+", default=[16, 64], help="clip lengths")
+    parser.add_argument("--stride", type=int, default=2)
+    parser.add_argument("--crop", type=int, default=None, help="square crop side (default none)")
+    parser.add_argument("--cpu", type=int, default=None, help="the core to run on (default: last)")
+    parser.add_argument("--work_dir", default=None, help="keeps the data here between runs")
+    return parser.parse_args()
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def pin_to_one_core(cpu: int | None) -> int:
+    """Restricts every thread of this process, and the threads it will start, to one core."""
+    cpu = max(os.sched_getaffinity(0)) if cpu is None else cpu
+    for thread in os.listdir("/proc/self/task"):
+        os.sched_setaffinity(int(thread), {cpu})
+    return cpu
+
+
+def make_manual_dir(folder: pathlib.Path, videos: int) -> pathlib.Path:
+    """Synthetic 340x256, 250-frame H.264 videos and their train.txt (kept if already there)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i in range(videos):
+        path = folder / f"v{i:03d}.mp4"
+        if not path.exists():
+            synthetic.write_video(str(path), synthetic.moving_frames(FRAMES, HEIGHT, WIDTH, i))
+        lines.append(f"{path.name} c{i % 4}\n")
+    (folder / "train.txt").write_text("".join(lines))
+    return folder
+
+
+def build(manual_dir: pathlib.Path, data_dir: pathlib.Path, file_format: str):
+    """Builds the `default` config (340x256 frames are stored as they are)."""
+    builder = tfds.builder(
+        "video_tfrecords", config="default", data_dir=str(data_dir), file_format=file_format
+    )
+    builder.download_and_prepare(
+        download_config=tfds.download.DownloadConfig(manual_dir=str(manual_dir))
+    )
+    return builder
+
+
+def clip_args(num_frames: int, args) -> dict:
+    crop = None if args.crop is None else (args.crop, args.crop)
+    return {"num_frames": num_frames, "stride": args.stride, "crop_size": crop}
+
+
+class Limit:
+    """OpenCV decoding of exactly the clip's frames, from JPEG bytes held in memory."""
+
+    def __init__(self, source: ClipSource):
+        self.videos = [
+            [bytes(f) for f in records.parse_example(source.reader.read(i))["video"]]
+            for i in range(len(source))
+        ]
+        self.indices = [  # the frames of each video's clip (the same seed as the others)
+            clip_decode.plan_np(source.spec, frames, source.seed)["indices"].ravel()
+            for frames in self.videos
+        ]
+        self.flags = cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION
+
+    def new_round(self) -> None:
+        pass
+
+    def one(self, video: int) -> None:
+        frames = self.videos[video]
+        for i in self.indices[video]:
+            cv2.imdecode(np.frombuffer(frames[i], np.uint8), self.flags)
+
+
+class Source:
+    """ClipSource, one clip of a video: re-reads, or first reads in a fresh copy every round."""
+
+    def __init__(self, source: ClipSource, first_reads: bool = False, sample: bool = True):
+        self.pickled = pickle.dumps(source.index_all())
+        self.source = source
+        self.first_reads = first_reads
+        self.sample = sample
+
+    def new_round(self) -> None:
+        """A first-reads round reads through a fresh copy (as a worker unpickles it), untimed."""
+        if self.first_reads:
+            self.source = pickle.loads(self.pickled)
+
+    def one(self, video: int) -> None:
+        if self.sample:
+            self.source[video]
+        else:  # records only: read and parse
+            records.parse_example(self.source.reader.read(video))
+
+
+class TfPath:
+    """tfds.load + ClipDecoder(seed): TFDS's tf.data reading, TensorFlow's JPEG decoding.
+
+    tf.data works ahead in background threads, so timing `next` on a long-lived
+    iterator would count clips made while other methods were being timed. A
+    round instead runs two fresh iterators to their end, over 1 pass of the
+    split and over 1 + k passes (k passes >= 24 clips), and counts the
+    difference: the steady-state time of a pass, without the pipeline's
+    start-up and without work carried over.
+    """
+
+    def __init__(self, builder, args_for_clip: dict, seed: int):
+        videos = builder.info.splits["train"].num_examples
+        self.passes = (1, 1 + max(2, -(-24 // videos)))
+        args = dict(args_for_clip)
+        decoder = ClipDecoder(args.pop("num_frames"), seed=seed, **args)
+        dataset = builder.as_dataset(split="train", decoders={"video": decoder})
+        self.clips = dataset.map(_video_only)
+        self.run()  # traced once, outside the timing
+
+    def time_passes(self, passes: int) -> float:
+        start = time.process_time()
+        for _ in tfds.as_numpy(self.clips.repeat(passes)):
+            pass
+        return time.process_time() - start
+
+    def run(self) -> float:
+        """Seconds of one steady-state pass (the caller's own timing is not used)."""
+        few, many = (self.time_passes(p) for p in self.passes)
+        return (many - few) / (self.passes[1] - self.passes[0])
+
+
+@tf.autograph.experimental.do_not_convert
+def _video_only(example):
+    return example["video"]
+
+
+def measure(methods: dict, rounds: int, videos: int) -> dict[str, list[float]]:
+    """Seconds per round of each method.
+
+    Methods with `one(video)` take turns video by video (a rotating order), so
+    that a slow spell of a shared machine hits them alike; the TF path (which
+    times itself over whole passes) runs before or after them, alternately.
+    """
+    times = {name: [] for name in methods}
+    per_video = [name for name in methods if hasattr(methods[name], "one")]
+    whole = [name for name in methods if name not in per_video]
+    for r in range(rounds):
+        if r % 2:
+            for name in whole:
+                times[name].append(methods[name].run())
+        for name in per_video:
+            methods[name].new_round()
+        spent = dict.fromkeys(per_video, 0.0)
+        for video in range(videos):
+            turn = (r * videos + video) % len(per_video)
+            for name in per_video[turn:] + per_video[:turn]:
+                start = time.process_time()
+                methods[name].one(video)
+                spent[name] += time.process_time() - start
+        for name in per_video:
+            times[name].append(spent[name])
+        if not r % 2:
+            for name in whole:
+                times[name].append(methods[name].run())
+    return times
+
+
+def ratio_text(seconds: list[float], other: list[float]) -> str:
+    """Speed over `other`'s, per round (other's time / this time): median [min-max]."""
+    ratios = np.array(other) / np.array(seconds)
+    return f"{np.median(ratios):.3f} [{ratios.min():.3f}-{ratios.max():.3f}]"
+
+
+def main():
+    args = parse_args()
+    log(f"uptime: {os.popen('uptime').read().strip()}")
+    videos = args.videos or (4 if args.quick else 12)
+    rounds = args.rounds or (5 if args.quick else 15)
+    cpu = pin_to_one_core(args.cpu)
+    work = pathlib.Path(args.work_dir or tempfile.mkdtemp(prefix="clip_source_speed_"))
+    log(f"core {cpu}; {videos} videos of {FRAMES} frames {WIDTH}x{HEIGHT}; data in {work}")
+    manual_dir = make_manual_dir(work / f"manual{videos}", videos)
+    builders = {
+        fmt: build(manual_dir, work / f"data{videos}_{fmt}", fmt)
+        for fmt in ("tfrecord", "array_record")
+    }
+    print(
+        f"\nPer core (pinned to CPU {cpu}); {videos} videos of {FRAMES} frames at "
+        f"{WIDTH}x{HEIGHT}, stride {args.stride}, crop {args.crop or 'none'}; "
+        f"{rounds} interleaved rounds, CPU time. Ratios: speed of the row over the limit's or "
+        "the TF path's in the same round, median [min-max].\n"
+    )
+    print("| clip | method | clips/s | / limit | / TF path |")
+    print("| --- | --- | --- | --- | --- |")
+    for num_frames in args.clips:
+        spec = clip_args(num_frames, args)
+        sources = {
+            fmt: ClipSource(
+                "train", data_dir=builders[fmt].data_dir_root, seed=SEED, **spec
+            ).index_all()
+            for fmt in builders
+        }
+        methods = {
+            LIMIT: Limit(sources["tfrecord"]),
+            "ClipSource, TFRecord, re-reads": Source(sources["tfrecord"]),
+            "ClipSource, TFRecord, first reads (CRC32C)": Source(sources["tfrecord"], True),
+            "ClipSource, array_record": Source(sources["array_record"]),
+            TF_PATH: TfPath(builders["tfrecord"], spec, SEED),
+            "records only, TFRecord re-reads: parse": Source(sources["tfrecord"], sample=False),
+            "records only, TFRecord first reads: map + CRC32C + parse": Source(
+                sources["tfrecord"], True, sample=False
+            ),
+        }
+        log(f"{num_frames}-frame clips: {rounds} rounds")
+        times = measure(methods, rounds, videos)
+        for name, seconds in times.items():
+            rate = videos / np.median(seconds)
+            ratios = ""
+            if name.startswith("ClipSource"):
+                ratios = (
+                    f"{ratio_text(seconds, times[LIMIT])} | {ratio_text(seconds, times[TF_PATH])}"
+                )
+            else:
+                ratios = " | "
+            print(f"| {num_frames} | {name} | {rate:.1f} | {ratios} |")
+    log(f"uptime: {os.popen('uptime').read().strip()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,414 @@
+"""The readers of the peer table, each run in a worker process of its own, on one core.
+
+    python benchmarks/peer_readers.py READER --cpu N     # then JSON lines on stdin
+
+The worker pins itself to CPU N before importing anything heavy, limits every
+library to one thread, and answers one JSON line per request:
+
+- {"op": "open", "job": {...}}: opens the videos (mp4 readers: container,
+  index) or the dataset pipeline (pulling its first clip); answers the CPU
+  seconds that took (start-up, reported apart from clips).
+- {"op": "run", "job": {...}, "save": DIR or null}: reads the job's clips once;
+  answers the CPU seconds of decoding and, with job["resize"], of resizing the
+  clips to that (h, w). With `save`, each clip is written (untimed) as
+  DIR/NAME.npy in RGB, for the parent to check against a reference decode.
+
+CPU time is the process's (all threads), so a reader gains nothing from
+threads it might start: the numbers are CPU ms per clip on one core.
+Imports are per reader: TorchCodec's worker runs in another Python (see
+peers.py --torchcodec_python), which needs only NumPy, OpenCV and TorchCodec.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+
+READERS = ("tf", "tf_free", "pyav", "opencv", "decord", "torchcodec")
+# What each reader imports: a worker that cannot import it says so and stops.
+REQUIRES = {
+    "tf": ("tensorflow", "tensorflow_datasets", "video_tfrecords.decoders"),
+    "tf_free": ("cv2", "video_tfrecords.clip_source"),
+    "pyav": ("av",),
+    "opencv": ("cv2",),
+    "decord": ("decord",),
+    "torchcodec": ("cv2", "torch", "torchcodec.decoders"),
+}
+GRAB_LIMIT = 32  # OpenCV: frames to skip by grab() before a seek is cheaper (see OpenCvReader)
+
+
+def pin(cpu: int) -> None:
+    """Runs this process (and every thread it starts later) on one CPU, single-threaded."""
+    os.sched_setaffinity(0, {cpu})
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = "1"
+
+
+def shrink(clip, size):
+    """A clip's frames brought down to (h, w) as the builder does: area averaging for a
+    reduction of 2x or more, else bilinear (OpenCV, one thread)."""
+    import cv2
+    import numpy as np
+
+    cv2.setNumThreads(1)
+    height, width = size
+    strong = height * 2 <= clip.shape[1] or width * 2 <= clip.shape[2]
+    interpolation = cv2.INTER_AREA if strong else cv2.INTER_LINEAR
+    out = np.empty((len(clip), height, width, clip.shape[-1]), np.uint8)
+    for i, frame in enumerate(clip):
+        cv2.resize(frame, (width, height), dst=out[i], interpolation=interpolation)
+    return out
+
+
+class Mp4Reader:
+    """A reader of mp4 files: `open_video(path)` once, then `read(video, indices)` per clip."""
+
+    bgr = False  # frames come out as RGB
+
+    def __init__(self):
+        self.videos = {}
+
+    def open_video(self, path: str):
+        """The reader's handle on one video, with whatever index it builds (start-up)."""
+        raise NotImplementedError
+
+    def read(self, video, indices: list[int]):
+        """uint8 [T, H, W, 3]: the frames at `indices` (display order), in that order."""
+        raise NotImplementedError
+
+    def open(self, job: dict) -> None:
+        """Opens (and indexes) every video of the job that is not open yet."""
+        for path in job["paths"]:
+            if path not in self.videos:
+                self.videos[path] = self.open_video(path)
+
+    def clips(self, job: dict):
+        """Yields (video file name, uint8 [T, H, W, 3]) for the job's clips, in order."""
+        for video, indices in job["clips"]:
+            path = job["paths"][video]
+            yield os.path.basename(path), self.read(self.videos[path], indices)
+
+
+class PyAvReader(Mp4Reader):
+    """PyAV: seek to the keyframe before a wanted frame, decode forward, keep the wanted frames.
+
+    It seeks again only when a keyframe lies between the last decoded frame
+    and the next wanted one (then seeking is cheaper than decoding on), as a
+    careful user would. The index (display order of packet timestamps,
+    keyframes) is built once per video by demuxing, which reads no pixels.
+    """
+
+    def open_video(self, path: str) -> dict:
+        import av
+
+        container = av.open(path)
+        stream = container.streams.video[0]
+        stream.codec_context.thread_count = 1
+        packets = [(p.pts, p.is_keyframe) for p in container.demux(stream) if p.pts is not None]
+        packets.sort()
+        pts = [p for p, _ in packets]
+        keyframes = [i for i, (_, key) in enumerate(packets) if key]
+        return {
+            "container": container,
+            "stream": stream,
+            "pts": pts,
+            "index": {p: i for i, p in enumerate(pts)},
+            "keyframes": keyframes,
+            "decoder": None,
+            "position": None,
+        }
+
+    def read(self, video: dict, indices: list[int]):
+        import bisect
+
+        import numpy as np
+
+        wanted = set(indices)
+        frames = {}
+        for target in sorted(wanted):
+            if target in frames:
+                continue
+            keyframe = video["keyframes"][bisect.bisect_right(video["keyframes"], target) - 1]
+            position = video["position"]
+            if position is None or target <= position or keyframe > position:
+                video["container"].seek(
+                    video["pts"][target], stream=video["stream"], backward=True, any_frame=False
+                )
+                video["decoder"] = video["container"].decode(video["stream"])
+            for frame in video["decoder"]:
+                index = video["index"][frame.pts]
+                video["position"] = index
+                if index in wanted and index not in frames:
+                    frames[index] = frame.to_ndarray(format="rgb24")
+                if index >= target:
+                    break
+        return np.stack([frames[i] for i in indices])
+
+
+class OpenCvReader(Mp4Reader):
+    """OpenCV's VideoCapture: `CAP_PROP_POS_FRAMES` seek, then read.
+
+    A wanted frame at most GRAB_LIMIT frames ahead is reached with grab()
+    (decode without colour conversion) instead of a seek, which would decode
+    again from the keyframe. Frames stay BGR, as OpenCV gives them.
+    """
+
+    bgr = True
+
+    def open_video(self, path: str) -> dict:
+        import cv2
+
+        cv2.setNumThreads(1)
+        capture = cv2.VideoCapture(path, cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, 1])
+        if not capture.isOpened():
+            raise RuntimeError(f"OpenCV cannot open {path}")
+        return {"capture": capture, "next": 0}
+
+    def read(self, video: dict, indices: list[int]):
+        import cv2
+        import numpy as np
+
+        capture = video["capture"]
+        frames = {}
+        for target in sorted(set(indices)):
+            gap = target - video["next"]
+            if 0 <= gap <= GRAB_LIMIT:
+                for _ in range(gap):
+                    capture.grab()
+            else:
+                capture.set(cv2.CAP_PROP_POS_FRAMES, target)
+            ok, frame = capture.read()
+            if not ok:
+                raise RuntimeError(f"OpenCV could not read frame {target}")
+            frames[target] = frame
+            video["next"] = target + 1
+        return np.stack([frames[i] for i in indices])
+
+
+class DecordReader(Mp4Reader):
+    """decord's VideoReader (one thread), get_batch of the clip's indices."""
+
+    def open_video(self, path: str):
+        import decord
+
+        return decord.VideoReader(path, ctx=decord.cpu(0), num_threads=1)
+
+    def read(self, video, indices: list[int]):
+        return video.get_batch(indices).asnumpy()
+
+
+class TorchCodecReader(Mp4Reader):
+    """TorchCodec's VideoDecoder on the CPU (one FFmpeg thread, exact seeking), get_frames_at."""
+
+    def open_video(self, path: str):
+        import torch
+        from torchcodec.decoders import VideoDecoder
+
+        torch.set_num_threads(1)
+        return VideoDecoder(
+            path, device="cpu", num_ffmpeg_threads=1, dimension_order="NHWC", seek_mode="exact"
+        )
+
+    def read(self, video, indices: list[int]):
+        return video.get_frames_at(indices).data.numpy()
+
+
+def dataset_name(job: dict) -> str:
+    """`video_tfrecords/CONFIG:VERSION`, the version being the one built on disk."""
+    return f"video_tfrecords/{job['config']}:{job['version']}"
+
+
+class TfReader:
+    """This project through TensorFlow: `tfds.load` with `ClipDecoder` on the video feature.
+
+    The pipeline is made synchronous (no prefetch, sequential decode map, one
+    file at a time): every clip is decoded inside the timed `next()`, none in
+    the background between rounds, so the process CPU time of a round is
+    exactly its clips' cost.
+    """
+
+    bgr = False
+
+    def __init__(self):
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+        self.iterators = {}
+        self.pending = {}  # key -> the clip pulled at open, handed out first
+
+    def open(self, job: dict) -> None:
+        """Makes the job's pipeline and pulls its first clip (start-up includes tracing)."""
+        import tensorflow as tf
+        import tensorflow_datasets as tfds
+
+        import video_tfrecords
+
+        if job["key"] in self.iterators:
+            return
+        options = tf.data.Options()
+        options.autotune.enabled = False
+        options.threading.private_threadpool_size = 1
+        read_config = tfds.ReadConfig(
+            options=options,
+            try_autocache=False,
+            skip_prefetch=True,
+            interleave_cycle_length=1,
+            num_parallel_calls_for_decode=None,
+            num_parallel_calls_for_interleave_files=None,
+        )
+        dataset = tfds.load(
+            dataset_name(job),
+            split="train",
+            data_dir=job["data_dir"],
+            download=False,
+            shuffle_files=False,
+            read_config=read_config,
+            decoders={"video": video_tfrecords.ClipDecoder(**job["spec"])},
+        )
+        dataset = dataset.map(lambda ex: (ex["video"], ex["filename"])).repeat()
+        iterator = iter(dataset)
+        self.iterators[job["key"]] = iterator
+        self.pending[job["key"]] = next(iterator)  # start-up includes the first clip's tracing
+
+    def clips(self, job: dict):
+        """Yields (video file name, clip) for the next `count` examples of the pipeline."""
+        iterator = self.iterators[job["key"]]
+        for _ in range(job["count"]):
+            pending = self.pending.pop(job["key"], None)
+            video, filename = pending if pending is not None else next(iterator)
+            yield filename.numpy().decode(), video.numpy()
+
+
+class TfFreeReader:
+    """This project without TensorFlow: `video_tfrecords.ClipSource`, `source[i]` per clip."""
+
+    bgr = False
+
+    def __init__(self):
+        import cv2
+
+        cv2.setNumThreads(1)
+        self.sources = {}
+        self.positions = {}
+
+    def open(self, job: dict) -> None:
+        """Opens the dataset's ClipSource and reads its first clip (start-up, as for TF)."""
+        from video_tfrecords import ClipSource
+
+        if job["key"] in self.sources:
+            return
+        source = ClipSource(
+            "train",
+            data_dir=job["data_dir"],
+            config=job["config"],
+            version=job["version"],
+            **job["spec"],
+        )
+        self.sources[job["key"]] = source
+        self.positions[job["key"]] = 1
+        source[0]
+
+    def clips(self, job: dict):
+        """Yields (video file name, clip) for the next `count` examples, in index order."""
+        source = self.sources[job["key"]]
+        for _ in range(job["count"]):
+            i = self.positions[job["key"]] % len(source)
+            self.positions[job["key"]] = i + 1
+            example = source[i]
+            filename = example["filename"]
+            if isinstance(filename, bytes):
+                filename = filename.decode()
+            yield str(filename), example["video"]
+
+
+def make_reader(name: str):
+    """The reader object of a worker."""
+    return {
+        "tf": TfReader,
+        "tf_free": TfFreeReader,
+        "pyav": PyAvReader,
+        "opencv": OpenCvReader,
+        "decord": DecordReader,
+        "torchcodec": TorchCodecReader,
+    }[name]()
+
+
+def run(reader, job: dict, save: str | None) -> dict:
+    """Reads the job's clips once: CPU seconds of decoding and of resizing, clip count."""
+    import numpy as np
+
+    decode = resize = 0.0
+    names = []
+    clips = reader.clips(job)
+    while True:
+        start = time.process_time()
+        try:
+            name, clip = next(clips)
+        except StopIteration:
+            decode += time.process_time() - start
+            break
+        decoded = time.process_time()
+        decode += decoded - start
+        if job.get("resize"):
+            clip = shrink(clip, job["resize"])
+            resize += time.process_time() - decoded
+        names.append(name)
+        if save:
+            np.save(os.path.join(save, name + ".npy"), clip[..., ::-1] if reader.bgr else clip)
+    return {"cpu": decode, "resize_cpu": resize, "clips": len(names), "names": names}
+
+
+def described(error: BaseException) -> str:
+    """An exception and its cause, in one line (a failed import's cause names the missing piece)."""
+    text = f"{type(error).__name__}: {error}"
+    if error.__cause__ is not None:
+        text += f", caused by {type(error.__cause__).__name__}: {error.__cause__}"
+    return text
+
+
+def serve(reader) -> None:
+    """Answers requests from stdin, one JSON line each, until stdin closes."""
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            if request["op"] == "open":
+                start, wall = time.process_time(), time.perf_counter()
+                reader.open(request["job"])
+                answer = {"cpu": time.process_time() - start, "wall": time.perf_counter() - wall}
+            elif request["op"] == "run":
+                answer = run(reader, request["job"], request.get("save"))
+            else:
+                answer = {"error": f"unknown op {request['op']!r}"}
+        except Exception as error:  # noqa: BLE001 - reported to the parent, which names the reader
+            answer = {"error": described(error)}
+        print(json.dumps(answer), flush=True)
+
+
+def main() -> None:
+    """Pins the process, imports the reader's libraries, says hello, then serves requests."""
+    parser = argparse.ArgumentParser(description="A peer-table reader worker (see peers.py).")
+    parser.add_argument("reader", choices=READERS)
+    parser.add_argument("--cpu", type=int, required=True)
+    args = parser.parse_args()
+    pin(args.cpu)
+    # Replies go to the real stdout; anything the libraries print goes to stderr.
+    sys.stdout = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    try:
+        for module in REQUIRES[args.reader]:
+            importlib.import_module(module)
+        reader = make_reader(args.reader)
+    except Exception as error:  # noqa: BLE001 - the parent lists the reader with this reason
+        print(json.dumps({"error": described(error)}), flush=True)
+        return
+    print(json.dumps({"ready": True}), flush=True)
+    serve(reader)
+
+
+if __name__ == "__main__":
+    main()

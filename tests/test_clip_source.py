@@ -1,0 +1,418 @@
+"""ClipSource (TF-free reading) against TensorFlow's own reading of the same dataset.
+
+References: tfds + ClipDecoder (the TF graph path) for clips, protobuf's parser
+for records, OpenCV decoding every frame for unseeded clips, TFDS's own writer
+for a dataset of the old (1.0.0) layout.
+"""
+
+import os
+import pickle
+import shutil
+import struct
+
+import google_crc32c
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+from tensorflow_datasets.proto import tf_example_pb2
+
+import synthetic
+from conftest import decode_jpegs
+from video_tfrecords import (
+    Builder,
+    ClipDecoder,
+    ClipSource,
+    VideoConfig,
+    clip_source,
+    fold_in,
+    records,
+)
+
+CONFIG = "reader"
+LENGTHS = (12, 15, 18, 21, 24, 3)  # the last one is shorter than most clips
+SEED = 1234
+
+
+@pytest.fixture(scope="module")
+def manual_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("manual")
+    lines = []
+    for i, length in enumerate(LENGTHS):
+        frames = synthetic.moving_frames(length, 48, 64, seed=i)
+        synthetic.write_video(str(folder / f"v{i}.mp4"), frames)
+        lines.append(f"v{i}.mp4 c{i % 3}\n")
+    (folder / "train.txt").write_text("".join(lines))
+    (folder / "test.txt").write_text("".join(lines[:3]))
+    return folder
+
+
+def build(manual_dir, data_dir, file_format="tfrecord", num_shards=3):
+    builder = tfds.builder(
+        "video_tfrecords",
+        data_dir=str(data_dir),
+        config=VideoConfig(name=CONFIG, num_workers=1),
+        file_format=file_format,
+    )
+    builder.download_and_prepare(
+        download_config=tfds.download.DownloadConfig(
+            manual_dir=str(manual_dir), num_shards=num_shards
+        )
+    )
+    return builder
+
+
+@pytest.fixture(scope="module")
+def tfrecord(manual_dir, tmp_path_factory):
+    return build(manual_dir, tmp_path_factory.mktemp("tfrecord"))
+
+
+@pytest.fixture(scope="module")
+def array_record(manual_dir, tmp_path_factory):
+    return build(manual_dir, tmp_path_factory.mktemp("array_record"), "array_record", 2)
+
+
+def source_of(builder, **kwargs):
+    kwargs.setdefault("num_frames", 4)
+    return ClipSource("train", data_dir=builder.data_dir_root, config=CONFIG, **kwargs)
+
+
+def tf_clips(builder, num_frames=4, **kwargs):
+    """filename -> clip from TFDS's tf.data reading with ClipDecoder (the TF path)."""
+    decoders = {"video": ClipDecoder(num_frames, **kwargs)}
+    dataset = builder.as_dataset(split="train", decoders=decoders, shuffle_files=False)
+    return {e["filename"].decode(): e for e in tfds.as_numpy(dataset)}
+
+
+def all_examples(source):
+    return [source[i] for i in range(len(source))]
+
+
+def test_parse_example_matches_protobuf(tfrecord):
+    reader = records.SplitReader(records.split_shards(tfrecord.data_path, "train"))
+    assert len(reader) == len(LENGTHS)
+    for index in range(len(reader)):
+        data = reader.read(index)
+        reference = tf_example_pb2.Example.FromString(bytes(data)).features.feature
+        parsed = records.parse_example(data)
+        assert set(parsed) == set(reference)
+        for name, feature in reference.items():
+            kind = feature.WhichOneof("kind")
+            expected = list(getattr(feature, kind).value)
+            if kind == "bytes_list":
+                assert [bytes(v) for v in parsed[name]] == expected, name
+            else:
+                np.testing.assert_array_equal(parsed[name], np.asarray(expected, np.float64))
+
+
+def test_order_and_scalar_features_match_tfds(tfrecord):
+    source = source_of(tfrecord, num_frames=1)
+    reference = list(tfds.as_numpy(tfrecord.as_dataset(split="train", shuffle_files=False)))
+    assert len(source) == len(reference)
+    for example, expected in zip(all_examples(source), reference):
+        assert example["filename"] == expected["filename"].decode()
+        assert example["label"] == expected["label"] and isinstance(example["label"], int)
+        for name in ("fps", "codec", "source_num_frames", "display_width", "rotation", "segment"):
+            value = expected[name]
+            assert example[name] == (value.decode() if isinstance(value, bytes) else value), name
+        assert "timestamps" not in example  # not a scalar: a batch could not stack it
+
+
+CLIP_ARGS = [
+    {"stride": (1, 3), "crop_size": (32, 40), "flip": True},
+    {"mode": "uniform", "num_clips": 3, "stride": 2, "crop_size": (40, 40), "crop": "center"},
+    {"num_clips": 2, "crop_size": (24, 24), "flip": True, "short_video": "pad"},
+    {"mode": "center", "short_video": "repeat_last", "short_side": 24},
+]
+
+
+@pytest.mark.parametrize("clip_args", CLIP_ARGS)
+def test_seeded_clips_equal_the_tf_path(tfrecord, array_record, clip_args):
+    expected = tf_clips(tfrecord, seed=SEED, **clip_args)
+    for builder in (tfrecord, array_record):
+        source = source_of(builder, seed=SEED, **clip_args)
+        for example in all_examples(source):
+            reference = expected[example["filename"]]["video"]
+            assert example["video"].dtype == np.uint8
+            np.testing.assert_array_equal(example["video"], reference)
+
+
+def test_epochs_move_to_fold_in_seeds(tfrecord):
+    source = source_of(tfrecord, seed=SEED, crop_size=(32, 32), flip=True)
+    first = all_examples(source)
+    assert source.seed == SEED
+    for epoch in (0, 3):
+        source.set_epoch(epoch)
+        expected = tf_clips(tfrecord, seed=fold_in(SEED, epoch), crop_size=(32, 32), flip=True)
+        clips = all_examples(source)
+        for example in clips:
+            np.testing.assert_array_equal(example["video"], expected[example["filename"]]["video"])
+        assert any(not np.array_equal(a["video"], b["video"]) for a, b in zip(first, clips))
+    with pytest.raises(ValueError, match="epoch"):
+        source.set_epoch(-1)
+
+
+def test_unseeded_reads_draw_fresh_clips_of_the_video(tfrecord):
+    source = source_of(tfrecord, num_frames=2)
+    encoded = {
+        e["filename"].decode(): e["video"]
+        for e in tfds.as_numpy(
+            tfrecord.as_dataset(split="train", decoders={"video": tfds.decode.SkipDecoding()})
+        )
+    }
+    index = next(i for i in range(len(source)) if len(encoded[source[i]["filename"]]) >= 18)
+    video = decode_jpegs(encoded[source[index]["filename"]])
+    runs = [video[s : s + 2] for s in range(len(video) - 1)]
+    clips = [source[index]["video"] for _ in range(12)]
+    for clip in clips:
+        assert any(np.array_equal(clip, run) for run in runs)
+    assert len({clip.tobytes() for clip in clips}) > 1
+
+
+def test_shards_are_disjoint_and_cover_the_split(tfrecord, array_record):
+    for builder in (tfrecord, array_record):
+        whole = [e["filename"] for e in all_examples(source_of(builder, num_frames=1))]
+        parts = [
+            [
+                e["filename"]
+                for e in all_examples(source_of(builder, num_frames=1, shard_index=i, num_shards=4))
+            ]
+            for i in range(4)
+        ]
+        assert [len(p) for p in parts] == [1, 2, 1, 2]
+        assert [name for part in parts for name in part] == whole
+    with pytest.raises(ValueError, match="shard_index"):
+        source_of(tfrecord, shard_index=4, num_shards=4)
+
+
+def test_indices_and_batched_reads(array_record):
+    source = source_of(array_record, seed=SEED)
+    batch = source.__getitems__([3, 0, 3, -1])
+    assert [e["filename"] for e in batch] == [source[i]["filename"] for i in (3, 0, 3, 5)]
+    np.testing.assert_array_equal(batch[0]["video"], source[3]["video"])
+    with pytest.raises(IndexError):
+        source[len(source)]
+    assert len(list(source)) == len(source)  # iteration stops at the end
+
+
+def test_pickled_source_gives_the_same_clips(tfrecord):
+    source = source_of(tfrecord, seed=SEED, crop_size=(32, 32), flip=True)
+    before = all_examples(source)  # files are open and indexed now
+    source.set_epoch(2)
+    copy = pickle.loads(pickle.dumps(source))
+    source.set_epoch(2)
+    for a, b in zip(all_examples(source), all_examples(copy)):
+        np.testing.assert_array_equal(a["video"], b["video"])
+    copy_before = pickle.loads(
+        pickle.dumps(source_of(tfrecord, seed=SEED, crop_size=(32, 32), flip=True))
+    )
+    for a, b in zip(before, all_examples(copy_before)):
+        np.testing.assert_array_equal(a["video"], b["video"])
+
+
+def test_torch_dataloader_with_workers(array_record):
+    torch = pytest.importorskip("torch")
+    source = source_of(array_record, seed=SEED, crop_size=(32, 32))
+    loader = torch.utils.data.DataLoader(source, batch_size=2, num_workers=2)
+    batches = list(loader)
+    assert [tuple(b["video"].shape) for b in batches] == [(2, 4, 32, 32, 3)] * 3
+    filenames = [name for b in batches for name in b["filename"]]
+    videos = torch.cat([b["video"] for b in batches]).numpy()
+    for i, (name, video) in enumerate(zip(filenames, videos)):
+        expected = source[i]
+        assert name == expected["filename"]
+        np.testing.assert_array_equal(video, expected["video"])
+
+
+def test_grain_map_dataset(tfrecord):
+    grain = pytest.importorskip("grain")
+    source = source_of(tfrecord, seed=SEED, crop_size=(32, 32))
+    dataset = grain.MapDataset.source(source).map(lambda e: (e["video"], e["label"])).batch(3)
+    batches = list(dataset)
+    assert [b[0].shape for b in batches] == [(3, 4, 32, 32, 3)] * 2
+    np.testing.assert_array_equal(batches[1][0][0], source[3]["video"])
+    fresh = source_of(tfrecord, seed=SEED, crop_size=(32, 32))  # files opened by the threads
+    threaded = grain.MapDataset.source(fresh).to_iter_dataset(grain.ReadOptions(num_threads=4))
+    examples = list(threaded)
+    assert [e["filename"] for e in examples] == [source[i]["filename"] for i in range(len(source))]
+    for i, example in enumerate(examples):
+        np.testing.assert_array_equal(example["video"], source[i]["video"])
+
+
+# ---------------------------------------------------------------------------
+# Finding the dataset, and bad input.
+# ---------------------------------------------------------------------------
+
+
+def test_default_data_dir_and_latest_version(tfrecord, tmp_path, monkeypatch):
+    config_dir = tmp_path / "video_tfrecords" / CONFIG
+    shutil.copytree(tfrecord.data_path, config_dir / "1.0.0")
+    shutil.copytree(tfrecord.data_path, config_dir / "10.0.0")
+    (config_dir / "incomplete.XYZ_11.0.0").mkdir()
+    monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
+    source = ClipSource("train", config=CONFIG, num_frames=1)
+    assert source.dataset_dir == str(config_dir / "10.0.0")
+    old = ClipSource("train", config=CONFIG, version="1.0.0", num_frames=1)
+    assert old.dataset_dir == str(config_dir / "1.0.0")
+    assert len(source) == len(old) == len(LENGTHS)
+
+
+def test_default_config_is_the_builders_first():
+    assert clip_source.DEFAULT_CONFIG == Builder.BUILDER_CONFIGS[0].name
+
+
+def test_missing_dataset_config_split_and_version_say_what_exists(tfrecord, tmp_path):
+    with pytest.raises(FileNotFoundError, match="No prepared video_tfrecords dataset in"):
+        ClipSource("train", data_dir=tmp_path, num_frames=1)
+    with pytest.raises(FileNotFoundError, match=f"prepared configs: {CONFIG}"):
+        ClipSource("train", data_dir=tfrecord.data_dir_root, num_frames=1)  # "default"
+    with pytest.raises(ValueError, match="No split 'val' .* splits: (train, test|test, train)"):
+        ClipSource("val", data_dir=tfrecord.data_dir_root, config=CONFIG, num_frames=1)
+    with pytest.raises(FileNotFoundError, match="prepared versions: 2.0.0"):
+        source_of(tfrecord, version="9.9.9")
+
+
+def copy_dataset(builder, tmp_path):
+    target = tmp_path / "video_tfrecords" / CONFIG / str(builder.info.version)
+    shutil.copytree(builder.data_path, target)
+    return target
+
+
+def test_corrupt_record_names_the_file_and_video(tfrecord, tmp_path):
+    folder = copy_dataset(tfrecord, tmp_path)
+    source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
+    name = source[0]["filename"]
+    shard = str(folder / os.path.basename(source.reader.shards.paths[0]))
+    with open(shard, "r+b") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        f.seek(12 + length // 2)  # a byte in the middle of the first record's data
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0x40]))
+    fresh = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
+    with pytest.raises(records.CorruptRecordError, match="CRC32C") as error:
+        fresh[0]
+    assert shard in str(error.value) and name in str(error.value)
+
+
+def test_every_process_checks_a_record_on_its_first_read(tfrecord, tmp_path):
+    # A record's CRC32C is checked on its first read in a process: a copy sent to a
+    # worker (pickled) checks again, so damage done after the parent's read is caught.
+    folder = copy_dataset(tfrecord, tmp_path)
+    source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2).index_all()
+    name = source[0]["filename"]
+    worker_copy = pickle.dumps(source)
+    shard = str(folder / os.path.basename(source.reader.shards.paths[0]))
+    with open(shard, "r+b") as f:  # in place: the parent's map sees it
+        (length,) = struct.unpack("<Q", f.read(8))
+        f.seek(12 + length // 3)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0x01]))
+    with pytest.raises(records.CorruptRecordError, match="CRC32C") as error:
+        pickle.loads(worker_copy)[0]
+    assert shard in str(error.value) and name in str(error.value)
+
+
+def frame_record(example: tf_example_pb2.Example) -> bytes:
+    """A TFRecord record with correct checksums (the format's spec, written independently)."""
+
+    def masked(data):
+        crc = google_crc32c.value(data)
+        return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+    data = example.SerializeToString()
+    length = struct.pack("<Q", len(data))
+    return length + struct.pack("<I", masked(length)) + data + struct.pack("<I", masked(data))
+
+
+def test_corrupt_jpeg_with_valid_checksum_names_the_video_and_file(tfrecord, tmp_path):
+    folder = copy_dataset(tfrecord, tmp_path)
+    source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
+    shard = str(folder / os.path.basename(source.reader.shards.paths[0]))
+    raw = bytes(source.reader.read(0))
+    example = tf_example_pb2.Example.FromString(raw)
+    frames = example.features.feature["video"].bytes_list.value
+    name = example.features.feature["filename"].bytes_list.value[0].decode()
+    for i in range(len(frames)):
+        frames[i] = frames[i][: len(frames[i]) // 2]  # cut short: no end-of-image marker
+    with open(shard, "rb") as f:
+        rest = f.read()[12 + len(raw) + 4 :]
+    with open(shard, "wb") as f:
+        f.write(frame_record(example) + rest)
+    fresh = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
+    with pytest.raises(ValueError, match="not a valid JPEG") as error:
+        fresh[0]
+    assert name in str(error.value) and shard in str(error.value)
+
+
+def test_corrupt_array_record_names_the_file(array_record, tmp_path):
+    folder = copy_dataset(array_record, tmp_path)
+    shard = min(folder.glob("*train.array_record*"))
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 4] ^= 0x40
+    shard.write_bytes(bytes(data))
+    source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
+    with pytest.raises(records.CorruptRecordError, match=str(shard)):
+        all_examples(source)
+
+
+def test_record_count_must_match_dataset_info(tfrecord, tmp_path):
+    folder = copy_dataset(tfrecord, tmp_path)
+    source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
+    shard = folder / os.path.basename(source.reader.shards.paths[-1])
+    shard.write_bytes(b"")
+    fresh = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
+    with pytest.raises(records.CorruptRecordError, match="holds 0 records"):
+        fresh[len(fresh) - 1]
+
+
+# ---------------------------------------------------------------------------
+# A dataset of the first layout (1.0.0: video, label and filename only).
+# ---------------------------------------------------------------------------
+
+
+class FirstLayout(tfds.core.GeneratorBasedBuilder, skip_registration=True):
+    """The three features every version of the builder writes, written by TFDS itself."""
+
+    name = "video_tfrecords"
+    VERSION = tfds.core.Version("1.0.0")
+    BUILDER_CONFIGS = [tfds.core.BuilderConfig(name="default")]
+
+    def _info(self):
+        return tfds.core.DatasetInfo(
+            builder=self,
+            features=tfds.features.FeaturesDict(
+                {
+                    "video": tfds.features.Video((None, 32, 48, 3), encoding_format="jpeg"),
+                    "label": tfds.features.ClassLabel(names=["a", "b"]),
+                    "filename": tfds.features.Text(),
+                }
+            ),
+        )
+
+    def _split_generators(self, dl_manager):
+        return {"train": self._generate_examples()}
+
+    def _generate_examples(self):
+        for i in range(3):
+            frames = synthetic.moving_frames(6 + i, 32, 48, seed=i)
+            yield i, {"video": frames, "label": i % 2, "filename": f"old{i}.mp4"}
+
+
+def test_reads_a_dataset_of_the_first_layout(tmp_path):
+    builder = FirstLayout(data_dir=str(tmp_path))
+    builder.download_and_prepare()
+    source = ClipSource("train", data_dir=tmp_path, num_frames=3, seed=SEED, flip=True)
+    assert source.dataset_dir.endswith(os.path.join("video_tfrecords", "default", "1.0.0"))
+    decoders = {"video": ClipDecoder(3, seed=SEED, flip=True)}
+    expected = {
+        e["filename"].decode(): e
+        for e in tfds.as_numpy(builder.as_dataset(split="train", decoders=decoders))
+    }
+    examples = all_examples(source)
+    assert sorted(e["filename"] for e in examples) == sorted(expected)
+    for example in examples:
+        assert set(example) == {"video", "label", "filename"}
+        assert example["label"] == expected[example["filename"]]["label"]
+        np.testing.assert_array_equal(example["video"], expected[example["filename"]]["video"])
+    assert source.label_names == ["a", "b"]

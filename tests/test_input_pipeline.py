@@ -1,0 +1,245 @@
+"""Tests of reading clips through TFDS: `tfds.load`, `tfds.data_source` and `clip_dataset`.
+
+A tiny dataset of five JPEG videos is written in a tmp dir by its own builder
+(not the package's), in TFRecord and array_record formats.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from video_tfrecords import clip_plan, input_pipeline
+from video_tfrecords.decoders import ClipDecoder
+
+H, W = 32, 48
+NUM_VIDEOS = 5
+
+
+class SamplingTestVideos(tfds.core.GeneratorBasedBuilder):
+    """Five short JPEG videos, labels 0..4 (test fixture for clip_dataset)."""
+
+    VERSION = tfds.core.Version("1.0.0")
+
+    def _info(self):
+        return tfds.core.DatasetInfo(
+            builder=self,
+            features=tfds.features.FeaturesDict(
+                {
+                    "video": tfds.features.Video(shape=(None, H, W, 3), encoding_format="jpeg"),
+                    "label": tfds.features.ClassLabel(num_classes=NUM_VIDEOS),
+                    "filename": tfds.features.Text(),
+                }
+            ),
+        )
+
+    def _split_generators(self, dl_manager):
+        return {"train": self._generate_examples()}
+
+    def _generate_examples(self):
+        rng = np.random.default_rng(0)
+        for i in range(NUM_VIDEOS):
+            frames = rng.integers(0, 256, (12 + 2 * i, H, W, 3), dtype=np.uint8)
+            yield i, {"video": frames, "label": i, "filename": f"video_{i}.mp4"}
+
+
+@pytest.fixture(scope="module")
+def tiny_data_dir(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("tfds")
+    SamplingTestVideos(data_dir=str(data_dir)).download_and_prepare()
+    return str(data_dir)
+
+
+@pytest.fixture(scope="module")
+def array_record_dir(tmp_path_factory):
+    pytest.importorskip("array_record")
+    data_dir = tmp_path_factory.mktemp("tfds_ar")
+    SamplingTestVideos(data_dir=str(data_dir), file_format="array_record").download_and_prepare()
+    return str(data_dir)
+
+
+def _stored_frames(data_dir):
+    """{label: the video's JPEG frames as stored}, read with SkipDecoding."""
+    raw = tfds.load(
+        "sampling_test_videos",
+        split="train",
+        data_dir=data_dir,
+        decoders={"video": tfds.decode.SkipDecoding()},
+    )
+    return {int(ex["label"]): ex["video"] for ex in raw}
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"num_frames": 4, "stride": (1, 2), "crop_size": (16, 16), "flip": True, "seed": 8},
+        {"num_frames": 4, "crop_size": (12, 12), "flip": True, "seed": 8, "short_side": 16},
+    ],
+)
+def test_decoder_with_tfds_data_source_matches_tfds_load(tiny_data_dir, array_record_dir, kwargs):
+    source = tfds.data_source(
+        "sampling_test_videos",
+        split="train",
+        data_dir=array_record_dir,
+        decoders={"video": ClipDecoder(**kwargs)},
+    )
+    from_source = {int(source[i]["label"]): source[i]["video"] for i in range(len(source))}
+    loaded = tfds.load(
+        "sampling_test_videos",
+        split="train",
+        data_dir=tiny_data_dir,
+        decoders={"video": ClipDecoder(**kwargs)},
+    )
+    h, w = kwargs["crop_size"]
+    assert tuple(loaded.element_spec["video"].shape) == (4, h, w, 3)
+    from_load = {int(ex["label"]): ex["video"] for ex in loaded.as_numpy_iterator()}
+    assert from_source.keys() == from_load.keys() == set(range(NUM_VIDEOS))
+    for label, clip in from_load.items():
+        assert clip.shape == (4, h, w, 3)
+        np.testing.assert_array_equal(from_source[label], clip)
+
+
+def _run(ds):
+    return [(clip, label) for clip, label in ds.as_numpy_iterator()]
+
+
+def _by_label(batches):
+    out = {}
+    for clips, labels in batches:
+        for clip, label in zip(clips, labels):
+            out.setdefault(int(label), []).append(clip)
+    return out
+
+
+def test_clip_dataset_training(tiny_data_dir):
+    kwargs = {
+        "name": "sampling_test_videos",
+        "data_dir": tiny_data_dir,
+        "num_frames": 4,
+        "batch_size": 2,
+        "stride": (1, 2),
+        "crop_size": (16, 16),
+        "flip": True,
+        "shuffle_buffer": 8,
+        "num_epochs": 2,
+    }
+    ds = input_pipeline.clip_dataset(seed=3, **kwargs)
+    assert tuple(ds.element_spec[0].shape) == (2, 4, 16, 16, 3)
+    assert ds.element_spec[0].dtype == tf.float32
+    batches = _run(ds)
+    assert len(batches) == 2 * NUM_VIDEOS // 2  # epochs are concatenated, then batched
+    clips = np.concatenate([c for c, _ in batches])
+    labels = np.concatenate([lab for _, lab in batches])
+    assert 0.0 <= clips.min() and clips.max() <= 1.0
+    # Each epoch sees every video once.
+    assert sorted(labels[:NUM_VIDEOS]) == sorted(labels[NUM_VIDEOS:]) == list(range(NUM_VIDEOS))
+
+    # Epoch e samples every video with the seed fold_in(3, e).
+    frames = _stored_frames(tiny_data_dir)
+    decoder = ClipDecoder(4, stride=(1, 2), crop_size=(16, 16), flip=True)
+    for position, (clip, label) in enumerate(zip(clips, labels)):
+        epoch_seed = clip_plan.fold_in(3, position // NUM_VIDEOS)
+        expected = decoder.sample_np(frames[int(label)].numpy(), epoch_seed)
+        np.testing.assert_array_equal(np.round(clip * 255).astype(np.uint8), expected)
+    # So clips change between epochs ...
+    first = {int(lab): c for lab, c in zip(labels[:NUM_VIDEOS], clips[:NUM_VIDEOS])}
+    second = {int(lab): c for lab, c in zip(labels[NUM_VIDEOS:], clips[NUM_VIDEOS:])}
+    assert any(not np.array_equal(first[i], second[i]) for i in first)
+    # ... and a run replays exactly with the same seed, not with another one.
+    again = _run(input_pipeline.clip_dataset(seed=3, **kwargs))
+    for (c1, l1), (c2, l2) in zip(batches, again):
+        np.testing.assert_array_equal(c1, c2)
+        np.testing.assert_array_equal(l1, l2)
+    other = _run(input_pipeline.clip_dataset(seed=4, **kwargs))
+    assert any(not np.array_equal(a[0], b[0]) for a, b in zip(batches, other))
+
+
+def test_clip_dataset_without_seed_differs_between_runs(tiny_data_dir):
+    kwargs = {
+        "name": "sampling_test_videos",
+        "data_dir": tiny_data_dir,
+        "num_frames": 4,
+        "batch_size": 5,
+        "crop_size": (16, 16),
+        "num_epochs": 1,
+        "dtype": tf.uint8,
+    }
+    a = _by_label(_run(input_pipeline.clip_dataset(**kwargs)))
+    b = _by_label(_run(input_pipeline.clip_dataset(**kwargs)))
+    assert a.keys() == b.keys() == set(range(NUM_VIDEOS))
+    assert any(not np.array_equal(a[i][0], b[i][0]) for i in a)
+
+
+def test_clip_dataset_errors_name_the_file(tiny_data_dir):
+    ds = input_pipeline.clip_dataset(
+        name="sampling_test_videos",
+        data_dir=tiny_data_dir,
+        num_frames=13,  # video_0 has 12 frames
+        batch_size=1,
+        training=False,
+        short_video="error",
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError, match="`video_0.mp4` has 12 frames"):
+        _run(ds)
+
+
+@pytest.mark.parametrize("short_side,size", [(None, (H, W)), (16, (16, 24))])
+def test_clip_dataset_static_frame_size_without_crop(tiny_data_dir, short_side, size):
+    ds = input_pipeline.clip_dataset(
+        name="sampling_test_videos",
+        data_dir=tiny_data_dir,
+        num_frames=2,
+        batch_size=2,
+        num_epochs=1,
+        dtype=tf.uint8,
+        short_side=short_side,
+        seed=1,
+    )
+    assert tuple(ds.element_spec[0].shape) == (2, 2, *size, 3)
+    clips, labels = next(iter(ds))
+    assert clips.shape == (2, 2, *size, 3)
+    # Same clip as the NumPy path with the epoch's seed (half-size decode: exact).
+    frames = _stored_frames(tiny_data_dir)[int(labels[0])].numpy()
+    decoder = ClipDecoder(2, short_side=short_side)
+    np.testing.assert_array_equal(clips[0], decoder.sample_np(frames, clip_plan.fold_in(1, 0)))
+
+
+def test_clip_dataset_evaluation(tiny_data_dir):
+    ds = input_pipeline.clip_dataset(
+        "train",
+        name="sampling_test_videos",
+        data_dir=tiny_data_dir,
+        num_frames=4,
+        batch_size=2,
+        training=False,
+        mode="uniform",
+        num_clips=2,
+        crop_size=(16, 16),
+        dtype=tf.uint8,
+    )
+    assert tuple(ds.element_spec[0].shape) == (None, 2, 4, 16, 16, 3)
+    batches = _run(ds)
+    assert [len(labels) for _, labels in batches] == [2, 2, 1]  # remainder kept
+    assert sorted(int(x) for _, labels in batches for x in labels) == list(range(NUM_VIDEOS))
+    # Deterministic: a second pass gives the same clips.
+    for (c1, _), (c2, _) in zip(batches, _run(ds)):
+        np.testing.assert_array_equal(c1, c2)
+
+
+@pytest.mark.parametrize(
+    "kwargs,argument",
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"seed": 1.5}, "seed"),
+        ({"num_epochs": 0}, "num_epochs"),
+        ({"dtype": tf.int32}, "dtype"),
+        ({"short_side": -1}, "short_side"),
+        ({"clip_seed": 1}, "clip_seed"),
+    ],
+)
+def test_clip_dataset_invalid_arguments(tiny_data_dir, kwargs, argument):
+    args = {"name": "sampling_test_videos", "data_dir": tiny_data_dir, "num_frames": 2}
+    with pytest.raises((ValueError, TypeError), match=argument):
+        input_pipeline.clip_dataset(**{"batch_size": 2, **args, **kwargs})

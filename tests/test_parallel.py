@@ -1,0 +1,77 @@
+"""parallel.ordered_map: order, bounded work in flight, and a worker's death costing one item."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from video_tfrecords import parallel
+
+
+def square_or_die(item):
+    """Squares `item`; kills its own process for negative items (a codec segfault, say)."""
+    if item < 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return item * item
+
+
+def fail_on_three(item):
+    if item == 3:
+        raise ValueError("three")
+    return item
+
+
+def dead(item, exitcode):
+    return ("dead", item, parallel.death_reason(exitcode))
+
+
+@pytest.mark.parametrize("num_workers", [1, 2])
+def test_results_come_in_input_order(num_workers):
+    results = parallel.ordered_map(square_or_die, range(20), num_workers=num_workers, on_death=dead)
+    assert list(results) == [i * i for i in range(20)]
+
+
+def test_a_worker_that_dies_costs_only_its_own_item():
+    items = [1, 2, -5, 3, 4, 5, 6, -7, 8]
+    results = list(parallel.ordered_map(square_or_die, items, num_workers=2, on_death=dead))
+    assert results == [
+        1,
+        4,
+        ("dead", -5, "worker died (signal 9)"),
+        9,
+        16,
+        25,
+        36,
+        ("dead", -7, "worker died (signal 9)"),
+        64,
+    ]
+
+
+def test_a_pool_that_breaks_while_the_caller_holds_a_result_loses_nothing():
+    # The caller is slow with the first result, so the worker running -2 is dead and
+    # the pool broken before the next item is submitted (submit itself then fails).
+    items = [1, -2, 3, 4, 5, 6, 7]
+    results = parallel.ordered_map(square_or_die, items, num_workers=2, on_death=dead)
+    first = next(results)
+    time.sleep(3)
+    assert [first, *results] == [1, ("dead", -2, "worker died (signal 9)"), 9, 16, 25, 36, 49]
+
+
+def test_an_exception_in_a_worker_reaches_the_caller():
+    with pytest.raises(ValueError, match="three"):
+        list(parallel.ordered_map(fail_on_three, range(6), num_workers=2, on_death=dead))
+
+
+def test_items_are_pulled_lazily_at_most_two_per_worker_ahead():
+    pulled = []
+
+    def items():
+        for i in range(100):
+            pulled.append(i)
+            yield i
+
+    results = parallel.ordered_map(square_or_die, items(), num_workers=2, on_death=dead)
+    assert next(results) == 0
+    assert len(pulled) <= 5  # 4 in flight, plus the one that found the queue full
+    results.close()

@@ -1,0 +1,138 @@
+"""A killed `tfds build` resumes: what it had encoded is not decoded again, and the
+dataset it finishes is the one an uninterrupted build writes, record for record."""
+
+import json
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import synthetic
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from video_tfrecords import VideoConfig
+
+TFDS = str(pathlib.Path(sys.executable).parent / "tfds")
+CONFIG = {"name": "resume", "num_workers": 1, "short_side": None, "keep_cache": True}
+NUM_VIDEOS = 12
+
+
+@pytest.fixture(scope="module")
+def manual_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("manual")
+    for i in range(NUM_VIDEOS):
+        frames = synthetic.moving_frames(100, 240, 320, seed=i)
+        synthetic.write_video(str(folder / f"v{i}.mp4"), frames)
+    (folder / "train.txt").write_text("".join(f"v{i}.mp4 c{i % 3}\n" for i in range(9)))
+    (folder / "test.txt").write_text("".join(f"v{i}.mp4 c{i % 3}\n" for i in range(9, 12)))
+    return folder
+
+
+def command(manual_dir, data_dir, config=CONFIG):
+    return [
+        TFDS,
+        "build",
+        "video_tfrecords",
+        f"--manual_dir={manual_dir}",
+        f"--data_dir={data_dir}",
+        f"--config={json.dumps(config)}",
+    ]
+
+
+def cache_entries(data_dir) -> dict[str, int]:
+    """done.json of every finished cache entry -> its modification time (ns)."""
+    root = pathlib.Path(data_dir) / "downloads" / "video_tfrecords_cache"
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("done.json")}
+
+
+def dataset_files(data_dir) -> dict[str, list[tf.train.Example]]:
+    """Every shard file's records, parsed, in file order.
+
+    (Parsed, because protobuf does not promise one byte order for a map's
+    entries: two builds of the same examples need not be equal byte for byte.)
+    """
+    folder = pathlib.Path(data_dir) / "video_tfrecords" / "resume" / "2.0.0"
+    return {
+        p.name: [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(str(p))]
+        for p in folder.iterdir()
+        if "-of-" in p.name
+    }
+
+
+def split_lengths(data_dir):
+    builder = tfds.builder("video_tfrecords/resume", data_dir=str(data_dir))
+    return {name: split.shard_lengths for name, split in builder.info.splits.items()}
+
+
+@pytest.fixture(scope="module")
+def whole_build(manual_dir, tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("whole")
+    subprocess.run(command(manual_dir, data_dir), check=True, capture_output=True, timeout=600)
+    return data_dir
+
+
+def test_killed_build_resumes_without_decoding_again(manual_dir, whole_build, tmp_path):
+    data_dir = tmp_path / "data"
+    process = subprocess.Popen(
+        command(manual_dir, data_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.time() + 300
+    while len(cache_entries(data_dir)) < NUM_VIDEOS // 2:
+        assert process.poll() is None, "the build finished before it could be killed"
+        assert time.time() < deadline
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    done_before = cache_entries(data_dir)
+    assert NUM_VIDEOS // 2 <= len(done_before) < NUM_VIDEOS
+    with pytest.raises(Exception, match="(?i)not found|no such|does not exist|incomplete"):
+        tfds.load("video_tfrecords/resume", split="train", data_dir=str(data_dir))
+
+    subprocess.run(command(manual_dir, data_dir), check=True, capture_output=True, timeout=600)
+    done_after = cache_entries(data_dir)
+    assert len(done_after) == NUM_VIDEOS
+    assert {k: done_after[k] for k in done_before} == done_before  # not encoded again
+    assert split_lengths(data_dir) == split_lengths(whole_build)
+    assert dataset_files(data_dir) == dataset_files(whole_build)
+
+
+def test_damaged_cache_entries_are_encoded_again(manual_dir, whole_build, tmp_path):
+    download_dir = tmp_path / "downloads"
+    config = VideoConfig(**CONFIG)
+
+    def build(data_dir):
+        builder = tfds.builder("video_tfrecords", config=config, data_dir=str(data_dir))
+        builder.download_and_prepare(
+            download_dir=str(download_dir),
+            download_config=tfds.download.DownloadConfig(manual_dir=str(manual_dir)),
+        )
+
+    build(tmp_path / "first")
+    entries = sorted((download_dir / "video_tfrecords_cache").rglob("done.json"))
+    assert len(entries) == NUM_VIDEOS
+    damaged = entries[0].parent / "00000.pickle"
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # a flipped bit in the frames
+    damaged.write_bytes(bytes(data))
+    entries[1].unlink()  # an entry whose writer was killed before it finished
+    build(tmp_path / "second")
+    assert dataset_files(tmp_path / "second") == dataset_files(whole_build)
+    assert len(list((download_dir / "video_tfrecords_cache").rglob("done.json"))) == NUM_VIDEOS
+
+
+def test_a_successful_build_removes_its_cache(manual_dir, tmp_path):
+    config = {**CONFIG, "keep_cache": False}
+    subprocess.run(command(manual_dir, tmp_path, config), check=True, capture_output=True)
+    assert not (tmp_path / "downloads" / "video_tfrecords_cache").exists()
+    assert (
+        sum(
+            split.num_examples
+            for split in tfds.builder(
+                "video_tfrecords/resume", data_dir=str(tmp_path)
+            ).info.splits.values()
+        )
+        == NUM_VIDEOS
+    )

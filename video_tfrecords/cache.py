@@ -1,0 +1,131 @@
+"""The build's cache of encoded videos: what makes a killed build resumable.
+
+Every video is encoded into the cache first, one file per example (segment),
+and the split writer reads the examples from there. An entry is keyed on the
+video (its path, size and modification time) and on the config fields that
+shape its frames, so a rerun of the same build finds the videos it had
+already encoded and does not decode them again. An entry counts only once its
+`done.json` exists, which is written last and lists every file's size and
+CRC32: an entry cut short by a kill, or damaged since, is re-encoded, never
+written as data. Paths go through `etils.epath`, so the cache can live on
+any file system the build's data dir can (GCS for Beam on Dataflow).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import pickle
+import zlib
+from collections.abc import Iterator, Mapping
+
+from etils import epath
+
+# Bump when the content of an entry changes meaning: old entries are then ignored.
+FORMAT = 1
+DONE = "done.json"
+
+
+class CacheError(OSError):
+    """An entry's files do not match its done.json: it was damaged after it was written."""
+
+
+def video_key(path: str, config_fields: Mapping) -> str:
+    """Hex key of one video under one config: its path, size, mtime and the config's fields."""
+    if "://" in path:  # a remote file system: what epath can tell
+        stat = epath.Path(path).stat()
+        size, mtime = stat.length, stat.mtime
+    else:
+        stat = os.stat(path)
+        path, size, mtime = os.path.abspath(path), stat.st_size, stat.st_mtime_ns
+    identity = {
+        "format": FORMAT,
+        "path": path,
+        "size": size,
+        "mtime": mtime,
+        "config": dict(config_fields),
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """A finished entry: its folder, its files (size, crc32) and what the build noted."""
+
+    folder: str
+    files: tuple[tuple[str, int, int], ...]  # (name, size, crc32), in example order
+    summary: dict  # e.g. {"note": ...}, as given to EntryWriter.finish
+
+    def parts(self) -> Iterator[dict]:
+        """Yields the dicts given to `EntryWriter.add`, one file read at a time, each checked."""
+        for name, size, crc in self.files:
+            yield pickle.loads(self.read(name, size, crc))
+
+    def read(self, name: str, size: int, crc: int) -> bytes:
+        """One file's bytes; CacheError if they are not those done.json lists."""
+        data = (epath.Path(self.folder) / name).read_bytes()
+        if len(data) != size or zlib.crc32(data) != crc:
+            raise CacheError(f"{self.folder}/{name}: size or CRC32 differs from its {DONE}")
+        return data
+
+
+class EntryWriter:
+    """Writes one video's examples into a fresh entry folder, then its done.json."""
+
+    def __init__(self, folder: epath.Path):
+        if folder.exists():
+            folder.rmtree()
+        folder.mkdir(parents=True)
+        self.folder = folder
+        self.files: list[tuple[str, int, int]] = []
+
+    def add(self, part: dict) -> None:
+        data = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
+        name = f"{len(self.files):05d}.pickle"
+        (self.folder / name).write_bytes(data)
+        self.files.append((name, len(data), zlib.crc32(data)))
+
+    def finish(self, summary: dict) -> Entry:
+        """Marks the entry complete (the done file is written whole, then renamed)."""
+        done = {"format": FORMAT, "files": self.files, "summary": summary}
+        temporary = self.folder / (DONE + ".partial")
+        temporary.write_text(json.dumps(done))
+        temporary.rename(self.folder / DONE)
+        return Entry(str(self.folder), tuple(map(tuple, self.files)), summary)
+
+    def discard(self) -> None:
+        if self.folder.exists():
+            self.folder.rmtree()
+
+
+class Cache:
+    """The entries of one build config, in `root` (one folder per video key)."""
+
+    def __init__(self, root: epath.PathLike):
+        self.root = epath.Path(root)
+
+    def folder(self, key: str) -> epath.Path:
+        return self.root / key[:2] / key
+
+    def lookup(self, key: str) -> Entry | None:
+        """The complete, undamaged entry of `key`, or None (a damaged one is removed)."""
+        folder = self.folder(key)
+        try:
+            done = json.loads((folder / DONE).read_text())
+            entry = Entry(str(folder), tuple(map(tuple, done["files"])), done["summary"])
+            if done["format"] != FORMAT:
+                raise CacheError(f"{folder}: format {done['format']}, expected {FORMAT}")
+            for file in entry.files:
+                entry.read(*file)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):
+            if folder.exists():
+                folder.rmtree()
+            return None
+        return entry
+
+    def writer(self, key: str) -> EntryWriter:
+        return EntryWriter(self.folder(key))

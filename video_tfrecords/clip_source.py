@@ -1,0 +1,225 @@
+"""`ClipSource`: random access to clips of a prepared dataset, without TensorFlow.
+
+For PyTorch (`torch.utils.data.Dataset`), JAX and Grain (`grain.MapDataset.source`).
+It reads the records itself (`records`) and decodes only the clip's JPEGs with
+OpenCV (`clip_decode.sample_np`), so a seeded clip equals the one that
+`tfds.load(..., decoders={"video": ClipDecoder(..., seed=S)})` gives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from video_tfrecords import clip_decode, clip_plan, records
+from video_tfrecords.clip_spec import ClipSpec, is_int
+
+__all__ = ["ClipSource"]
+
+DEFAULT_CONFIG = "default"  # The builder's first config, the one tfds.load picks by default.
+REQUIRED_FEATURES = ("video", "label", "filename")
+
+
+class ClipSource:
+    """Clips of one split of a prepared `video_tfrecords` dataset, by index.
+
+    `source[i]` is a dict: "video" (uint8 [T, H, W, 3], or [num_clips, T, H, W, 3]),
+    "label" (int), "filename" (str), and the dataset's other scalar features
+    (NumPy scalars, or str). Only the clip's frames are decoded.
+
+    Args:
+        split: a split name ("train", "validation", "test").
+        data_dir: where the dataset was built (`--data_dir`); default TFDS's
+            (TFDS_DATA_DIR, else ~/tensorflow_datasets).
+        config: the config's name (or a `VideoConfig`); default "default".
+        version: a version folder, e.g. "2.0.0"; default the latest one present.
+        num_frames, stride, mode, crop_size, flip, short_video, seed, **clip_args:
+            the clip, as for `ClipDecoder` (see `ClipSpec`). With a seed, example
+            i always gives the same clip (that of `ClipDecoder(seed=seed)`), until
+            `set_epoch`; without one, every read draws a fresh clip.
+        shard_index, num_shards: read only the `shard_index`-th of `num_shards`
+            contiguous, disjoint parts of the split (one per host or worker);
+            `len` and indices are those of the part.
+
+    What is checked when: a TFRecord shard's record headers (CRC32C) when it is
+    indexed (once; the index travels with pickled copies); a TFRecord record's
+    data CRC32C on its first read in the process (a pickled copy, e.g. a
+    worker's, checks again; a forked one keeps its parent's checks), later reads
+    of it only its length field (tf.data checks every read); array_record's own
+    hashes on every read; the JPEG structure of every decoded frame on every
+    read. TFRecord shards are memory-mapped: they must not be rewritten while a
+    source has them open.
+    """
+
+    def __init__(
+        self,
+        split: str = "train",
+        *,
+        num_frames: int,
+        data_dir=None,
+        config=None,
+        version: str | None = None,
+        stride=1,
+        mode: str = "random",
+        crop_size=None,
+        flip: bool = False,
+        short_video: str = "loop",
+        seed: int | None = None,
+        shard_index: int = 0,
+        num_shards: int = 1,
+        **clip_args,
+    ):
+        self.spec = ClipSpec(
+            num_frames,
+            stride=stride,
+            mode=mode,
+            crop_size=crop_size,
+            flip=flip,
+            short_video=short_video,
+            seed=seed,
+            **clip_args,
+        )
+        config_name = getattr(config, "name", config) or DEFAULT_CONFIG
+        self.dataset_dir = records.find_dataset_dir(data_dir, config_name, version)
+        info = records.read_info(self.dataset_dir)
+        self.features = records.read_features(self.dataset_dir)
+        missing = [name for name in REQUIRED_FEATURES if name not in self.features]
+        if missing:
+            raise ValueError(
+                f"{self.dataset_dir}/features.json has no {', '.join(missing)} feature: "
+                "not a video_tfrecords dataset."
+            )
+        self.split = split
+        self.reader = records.SplitReader(records.split_shards(self.dataset_dir, split, info))
+        self._range = records.index_range(len(self.reader), shard_index, num_shards)
+        self._scalars = {
+            name: feature
+            for name, feature in self.features.items()
+            if feature.is_scalar and name not in REQUIRED_FEATURES
+        }
+        self.label_names = records.read_label_names(self.dataset_dir)
+        self._epoch: int | None = None
+        self._new_fingerprint_cache()
+
+    def _new_fingerprint_cache(self) -> None:
+        """Room for each video's content fingerprint, hashed on its first seeded read here."""
+        # What a seeded clip mixes with the seed; 9 bytes per example.
+        self._fingerprints = np.zeros(len(self), np.int64)
+        self._fingerprinted = bytearray(len(self))  # set after its fingerprint is stored
+
+    def __getstate__(self):
+        state = self.__dict__.copy()  # a copy (a worker) hashes on its own first reads
+        del state["_fingerprints"], state["_fingerprinted"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._new_fingerprint_cache()
+
+    def __len__(self) -> int:
+        return len(self._range)
+
+    def __repr__(self) -> str:
+        return (
+            f"ClipSource({self.dataset_dir}, split={self.split!r}, examples={len(self)}, "
+            f"{self.spec})"
+        )
+
+    @property
+    def seed(self) -> int | None:
+        """The current clips' seed: the given one, or `fold_in(seed, epoch)` after set_epoch."""
+        if self.spec.seed is None or self._epoch is None:
+            return self.spec.seed
+        return clip_plan.fold_in(self.spec.seed, self._epoch)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Moves to the clips of `epoch` (seed `fold_in(seed, epoch)`, as clip_dataset's epochs)."""
+        if not is_int(epoch) or epoch < 0:
+            raise ValueError(f"epoch must be a non-negative int, got {epoch!r}.")
+        self._epoch = int(epoch)
+
+    def _record_index(self, index) -> int:
+        """The split-wide record index of `index` in this source (negative indices count back)."""
+        if not is_int(index):
+            raise TypeError(f"ClipSource indices must be ints, got {index!r}.")
+        index = int(index)
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"index {index} out of range for a ClipSource of {len(self)} clips.")
+        return self._range[index]
+
+    def __getitem__(self, index) -> dict:
+        record_index = self._record_index(index)
+        return self._example(record_index, self.reader.read(record_index))
+
+    def __getitems__(self, indices) -> list[dict]:
+        """Several examples at once (PyTorch's DataLoader and Grain call this for a batch).
+
+        array_record shards are read in one call per shard; TFRecords one record
+        at a time, each decoded before the next is read (a batch of records is
+        not held in memory).
+        """
+        record_indices = [self._record_index(i) for i in indices]
+        if self.reader.shards.file_format == "array_record":
+            data = self.reader.read_many(record_indices)
+        else:
+            data = map(self.reader.read, record_indices)
+        return [self._example(i, record) for i, record in zip(record_indices, data)]
+
+    _getitems = __getitems__  # Grain's name for batched reads
+
+    def _example(self, record_index: int, record) -> dict:
+        """The output dict of one record: the sampled clip and the scalar features."""
+        where = lambda: f"{self.reader.where(record_index)}, split {self.split!r}"
+        try:
+            parsed = records.parse_example(record)
+        except ValueError as e:
+            raise records.CorruptRecordError(f"{where()}: {e}") from e
+        missing = [name for name in REQUIRED_FEATURES if not len(parsed.get(name, ()))]
+        if "filename" not in missing:
+            filename = bytes(parsed["filename"][0]).decode("utf-8", "replace")
+        if missing:
+            video = "" if "filename" in missing else f" (video `{filename}`)"
+            raise records.CorruptRecordError(f"{where()}{video} has no {', '.join(missing)}.")
+        seed = self.seed
+        fingerprint = None if seed is None else self._fingerprint(record_index, parsed["video"])
+        try:
+            video = clip_decode.sample_np(
+                self.spec, parsed["video"], seed, name=filename, fingerprint=fingerprint
+            )
+        except ValueError as e:
+            raise ValueError(f"{e} ({where()})") from e
+        example = {"video": video, "label": int(parsed["label"][0]), "filename": filename}
+        for name, feature in self._scalars.items():
+            values = parsed.get(name)
+            if values is not None and len(values):
+                example[name] = _scalar(feature, values)
+        return example
+
+    def _fingerprint(self, record_index: int, frames) -> int:
+        """The video's `clip_plan.video_fingerprint`, hashed once per process."""
+        position = record_index - self._range.start
+        if self._fingerprinted[position]:
+            return int(self._fingerprints[position])
+        fingerprint = clip_plan.video_fingerprint(frames)
+        self._fingerprints[position] = fingerprint
+        self._fingerprinted[position] = 1
+        return fingerprint
+
+    def index_all(self) -> ClipSource:
+        """Indexes every shard now, so that pickled copies (workers) need not. Returns self."""
+        self.reader.index_all()
+        return self
+
+    def close(self) -> None:
+        """Closes the open files (they reopen on the next read)."""
+        self.reader.close()
+
+
+def _scalar(feature: records.Feature, values):
+    """One value of a scalar feature: str for Text, else a NumPy scalar of its dtype."""
+    if feature.kind == "Text":
+        return bytes(values[0]).decode("utf-8", "replace")
+    if feature.kind == "ClassLabel":
+        return np.int64(values[0])
+    return np.asarray(values[0]).astype(feature.dtype or values.dtype)[()]

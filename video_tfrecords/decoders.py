@@ -1,0 +1,161 @@
+"""TFDS decoders for the Video feature: sample clips as TFDS reads, or leave the frames encoded.
+
+    ds = tfds.load("video_tfrecords", split="train",
+                   decoders={"video": ClipDecoder(16, stride=2, crop_size=(224, 224))})
+
+`ClipDecoder` is a thin adapter: the clip is described by a `ClipSpec`, planned
+by `clip_plan` and decoded by `clip_decode` (the TF graph in tf.data, OpenCV in
+`tfds.data_source`; both give the same frames, box, flip and pixels).
+
+Caveats:
+
+* TFDS auto-caches small datasets *after* decoding, which would freeze the
+  sampled clips; load with `read_config=tfds.ReadConfig(try_autocache=False)`
+  unless the builder opts out of caching (`clip_dataset` always does).
+* Unseeded decoders draw their keys from a `tf.random.Generator` that lives
+  outside the input pipeline; tf.data service and iterator checkpoints do not
+  carry its state. Seeded decoders use only stateless ops.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from video_tfrecords import clip_decode
+from video_tfrecords.clip_spec import ClipSpec
+
+__all__ = ["ClipDecoder", "EncodedFrames"]
+
+# The decoders' code is plain Python over static values: AutoGraph need not convert it.
+_no_autograph = tf.autograph.experimental.do_not_convert
+# ClipSpec's arguments and properties, read through the decoder (decoder.num_frames, ...).
+_SPEC_NAMES = frozenset(f.name for f in dataclasses.fields(ClipSpec)) | {"multi_clip", "min_span"}
+
+
+class EncodedFrames(tfds.decode.Decoder):
+    """Leaves a video's frames encoded: the 1-D tensor of JPEG bytes, as parsed.
+
+    For sampling clips in your own `map` (as `clip_dataset` does). On a Video
+    feature, `tfds.decode.SkipDecoding()` gives the same tensor but goes through
+    TFDS's default `decode_batch_example`, a `tf.map_fn` over the frames that
+    copies each frame twice: it doubles the cost of reading a record.
+    """
+
+    @property
+    def dtype(self):
+        return tf.string
+
+    def decode_example(self, serialized_example):
+        return serialized_example
+
+    def decode_batch_example(self, serialized_example):
+        return serialized_example
+
+    def decode_example_np(self, serialized_example):
+        return serialized_example
+
+    def decode_batch_example_np(self, serialized_example):
+        return serialized_example
+
+
+class ClipDecoder(tfds.decode.Decoder):
+    """Decodes a clip (or several) out of a video of JPEG frames, decoding only those frames.
+
+    Use it on a `tfds.features.Video(..., encoding_format="jpeg")` feature.
+    `ClipDecoder(num_frames, **args)` takes the arguments of `ClipSpec`
+    (stride, mode, num_clips, short_video, crop_size, crop, flip, seed,
+    short_side) and exposes them as attributes (`decoder.num_frames`, ...).
+
+    Output: uint8 [T, H, W, 3], or [num_clips, T, H, W, 3] with several clips;
+    static T, crop size and channels (and frame size when the feature fixes it).
+    """
+
+    def __init__(self, num_frames: int, **clip_args):
+        super().__init__()
+        self.spec = ClipSpec(num_frames, **clip_args)
+
+    def __getattr__(self, name):
+        if name in _SPEC_NAMES:
+            return getattr(self.spec, name)
+        raise AttributeError(f"'ClipDecoder' object has no attribute {name!r}")
+
+    def __repr__(self):
+        return repr(self.spec).replace("ClipSpec", "ClipDecoder", 1)
+
+    @property
+    def dtype(self):
+        return tf.uint8
+
+    def setup(self, *, feature):
+        encoding = getattr(feature, "encoding_format", "jpeg")
+        if encoding != "jpeg":
+            raise ValueError(
+                f"ClipDecoder needs JPEG frames, but the feature {feature!r} uses "
+                f"encoding_format={encoding!r}."
+            )
+        super().setup(feature=feature)
+
+    def _frame_shape(self):
+        """The stored frames' static (h, w) from the feature, if it fixes them."""
+        shape = getattr(self._feature, "shape", None)
+        if shape is None or len(shape) < 3 or None in shape[-3:-1]:
+            return None
+        return tuple(int(s) for s in shape[-3:-1])
+
+    # -- tfds.decode.Decoder hooks ----------------------------------------------
+
+    @_no_autograph
+    def decode_batch_example(self, serialized_example):
+        """TFDS hook for a Video feature: the whole 1-D tensor of JPEG frames."""
+        return self.sample(serialized_example)
+
+    @_no_autograph
+    def decode_example(self, serialized_example):
+        """Same as `decode_batch_example` (the input is the list of frames)."""
+        return self.sample(serialized_example)
+
+    def decode_batch_example_np(self, serialized_example):
+        """NumPy hook (e.g. `tfds.data_source`): the same clip as the TF path."""
+        return self.sample_np(serialized_example)
+
+    def decode_example_np(self, serialized_example):
+        """Same as `decode_batch_example_np`."""
+        return self.sample_np(serialized_example)
+
+    # -- sampling ----------------------------------------------------------------
+
+    @_no_autograph
+    def sample(self, frames, seed=None, *, name=None) -> tf.Tensor:
+        """Samples and decodes clip(s) from a 1-D string tensor of JPEG frames.
+
+        `seed`: an int or int tensor, or None for the decoder's own seed (fresh
+        randomness on every call if that is None too); pass e.g.
+        `fold_in(seed, epoch)` for new but replayable clips every epoch.
+        `name`: optional string (tensor) naming the video in error messages,
+        e.g. the example's `filename`; defaults to its content fingerprint.
+        """
+        return clip_decode.sample_tf(
+            self.spec, frames, seed, name=name, frame_shape=self._frame_shape()
+        )
+
+    def sample_np(self, frames, seed=None, *, name=None) -> np.ndarray:
+        """`sample` with NumPy and OpenCV: same frames, box, flip and pixels."""
+        return clip_decode.sample_np(self.spec, frames, seed, name=name)
+
+    @_no_autograph
+    def plan(self, frames, seed=None, *, name=None) -> dict[str, tf.Tensor]:
+        """The plan of `sample(frames, seed)`, without decoding pixels.
+
+        A dict with "indices" (int64 [num_clips, T], -1 = padded frame),
+        "crop_offsets" (int64 [num_clips, 2], (y, x) of each box in the frame
+        after `short_side`; zeros without crop) and "flip" (bool [num_clips]).
+        """
+        return clip_decode.plan_tf(self.spec, frames, seed, name=name)
+
+    def plan_np(self, frames, seed=None, *, name=None) -> dict[str, np.ndarray]:
+        """`plan` with NumPy; equal to it for the same frames and seed."""
+        return clip_decode.plan_np(self.spec, frames, seed, name=name)

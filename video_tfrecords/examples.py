@@ -1,0 +1,312 @@
+"""One manifest entry -> the examples that store its video, or a record of why not.
+
+`encode` runs where the video is decoded (a build worker, a Beam worker or the
+build process itself): it picks the frames to keep, resizes and JPEG-encodes
+them one at a time into the build cache, a file per segment, so memory holds
+one segment's JPEG bytes, never a video's raw frames. `examples_of` then
+reads the examples back for TFDS's writer. A bad video becomes a skip record
+`{split, path, reason}`: nothing is dropped without a trace. Like `video_io`,
+this module does not import TensorFlow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+from collections.abc import Iterator
+
+import cv2
+import numpy as np
+
+from video_tfrecords import cache, manifest, video_io
+from video_tfrecords.config import VideoConfig
+
+log = logging.getLogger(__name__)
+
+# Protobuf refuses messages over 2 GiB; stay well clear of it.
+MAX_EXAMPLE_BYTES = 1 << 30
+_EPSILON = 1e-6  # seconds: timestamps closer than this are the same instant
+
+
+class VideoBuildError(RuntimeError):
+    """A bad video stopped a strict build (or left a split empty); the message names it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """Everything a worker needs to turn one manifest entry into examples."""
+
+    split: str
+    entry: manifest.Entry
+    label: int
+    video_path: str  # resolved
+    config: VideoConfig
+    cache_root: str
+    decoder_threads: int = 1
+
+    @property
+    def where(self) -> str:
+        return f"{self.entry.where}: {self.entry.path}"
+
+    def record(self, reason: str) -> dict:
+        """A skip record or a note: which video, and why."""
+        return {"split": self.split, "path": self.entry.path, "reason": reason}
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What one task produced: a cache entry of examples, or a skip record; maybe a note."""
+
+    task: Task
+    entry: cache.Entry | None = None
+    skipped: dict | None = None
+    note: dict | None = None  # kept, but worth knowing (damage, missing timestamps)
+
+
+# -- geometry and frame choice ------------------------------------------------
+
+
+def stored_size(info: video_io.VideoInfo, config: VideoConfig) -> tuple[int, int]:
+    """The (height, width) frames are stored at: display aspect, then the size rules."""
+    if config.size is not None:
+        return tuple(config.size)
+    if config.coded_aspect:
+        height, width = info.coded_height, info.coded_width
+        if info.rotation in (90, 270):
+            height, width = width, height
+    else:
+        height, width = info.display_height, info.display_width
+    short = min(height, width)
+    if config.short_side is None or (short <= config.short_side and not config.upscale):
+        return height, width
+    scale = config.short_side / short
+    return max(1, round(height * scale)), max(1, round(width * scale))
+
+
+def evenly_spaced(count: int, n: int) -> np.ndarray:
+    """`n` frame indices spread evenly over `count` frames, first and last included."""
+    if count <= n:
+        return np.arange(count)
+    return np.unique(np.linspace(0, count - 1, n).round().astype(np.int64))
+
+
+def resample(
+    frames: Iterator[video_io.Frame], fps: float
+) -> Iterator[tuple[float, video_io.Frame]]:
+    """Yields (tick time, frame) for the frame on screen at each tick k / fps.
+
+    A frame is on screen from its timestamp to the next frame's (the last one
+    for as long as the gap before it), so variable-frame-rate video comes out
+    at a true constant rate: slower stretches repeat frames, faster ones drop.
+    """
+    period, tick, previous, gap = 1.0 / fps, 0, None, 0.0
+    for frame in frames:
+        if previous is not None:
+            gap = frame.time - previous.time
+            while tick * period < frame.time - _EPSILON:
+                yield tick * period, previous
+                tick += 1
+        previous = frame
+    if previous is None:
+        return
+    while tick == 0 or tick * period < previous.time + gap - _EPSILON:
+        yield tick * period, previous
+        tick += 1
+
+
+def selected_frames(
+    frames: Iterator[video_io.Frame], task: Task
+) -> Iterator[tuple[float, video_io.Frame]]:
+    """Yields (time in seconds, frame) for every frame the config keeps, in order."""
+    config = task.config
+    if config.fps is not None:
+        chosen = resample(frames, config.fps)
+    elif config.num_frames is not None:
+        count = video_io.count_frames(task.video_path, threads=task.decoder_threads)
+        keep = set(evenly_spaced(count, config.num_frames).tolist())
+        chosen = ((f.time, f) for f in frames if f.index in keep)
+    else:
+        chosen = ((f.time, f) for f in frames)
+    for number, pair in enumerate(chosen):
+        if config.max_frames is not None and number >= config.max_frames:
+            break
+        yield pair
+    for _ in frames:  # decode the rest: the source's frame count and damage are of the whole file
+        pass
+
+
+def encode_jpeg(frame_bgr: np.ndarray, quality: int) -> bytes:
+    """JPEG-encodes a BGR frame (the file stores RGB, as every decoder expects)."""
+    ok, buffer = cv2.imencode(".jpg", frame_bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    if not ok:
+        raise video_io.VideoError(f"JPEG encoding failed for a frame of shape {frame_bgr.shape}")
+    return buffer.tobytes()
+
+
+def frame_rate(times: list[float], fallback: float) -> float:
+    """Frames per second of the stored frames, from their times."""
+    if len(times) > 1 and times[-1] - times[0] > _EPSILON:
+        return (len(times) - 1) / (times[-1] - times[0])
+    return fallback
+
+
+def human_bytes(size: float) -> str:
+    """1536 -> '1.5 KiB', for messages."""
+    unit = "B"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            break
+        size /= 1024
+    return f"{size:.1f} {unit}"
+
+
+# -- one video -----------------------------------------------------------------
+
+
+def init_worker() -> None:
+    """Set up a build worker process: the parallelism is in the processes."""
+    cv2.setNumThreads(1)
+
+
+def encode(task: Task) -> Outcome:
+    """The video's examples, from the cache or encoded into it; a bad video gives a skip record."""
+    store = cache.Cache(task.cache_root)
+    try:
+        entry = _cached(store, task)  # a resumed build opens no video it has already encoded
+        if entry is None:
+            with video_io.Video(task.video_path, threads=task.decoder_threads) as video:
+                writer = store.writer(cache.video_key(task.video_path, task.config.frame_fields()))
+                try:
+                    entry = writer.finish(_encode_into(task, video, writer))
+                except BaseException:
+                    writer.discard()
+                    raise
+    except (video_io.VideoError, OSError) as e:
+        return Outcome(task, skipped=task.record(str(e)))
+    return Outcome(task, entry=entry, note=entry.summary["note"])
+
+
+def _cached(store: cache.Cache, task: Task) -> cache.Entry | None:
+    """The video's finished cache entry, or None (also when the file cannot be found:
+    opening it then says precisely why)."""
+    try:
+        return store.lookup(cache.video_key(task.video_path, task.config.frame_fields()))
+    except OSError:
+        return None
+
+
+def _encode_into(task: Task, video: video_io.Video, writer: cache.EntryWriter) -> dict:
+    """Writes the video's segments into `writer`; returns the summary (shared fields, note)."""
+    config, info = task.config, video.info
+    size = stored_size(info, config)
+    limit = config.segment_frames or math.inf
+    decoded = 0
+
+    def counted(frames):
+        nonlocal decoded
+        for frame in frames:
+            decoded += 1
+            yield frame
+
+    segment = _Segment(start=0)
+    times, last_index, last_jpeg = [], None, None
+    for time, frame in selected_frames(counted(video.frames()), task):
+        if frame.index != last_index:  # resampling may repeat a frame: encode it once
+            last_index = frame.index
+            last_jpeg = encode_jpeg(frame.bgr(*size), config.jpeg_quality)
+        segment.add(last_jpeg, time)
+        times.append(time)
+        if len(segment.frames) == limit:
+            writer.add(segment.example())
+            segment = _Segment(start=len(times))
+    if segment.frames:
+        writer.add(segment.example())
+    if not times:
+        raise video_io.VideoError("no frame could be decoded")
+    note = video.damage.note()
+    if note and config.strict:
+        raise video_io.VideoError(f"{note} (strict build)")
+    fields = {
+        "label": task.label,
+        "filename": task.entry.path,
+        "fps": float(config.fps or frame_rate(times, info.average_fps)),
+        "codec": info.codec,
+        "source_height": info.coded_height,
+        "source_width": info.coded_width,
+        "source_num_frames": decoded,
+        "display_height": info.display_height,
+        "display_width": info.display_width,
+        "sample_aspect_ratio": float(info.sample_aspect_ratio),
+        "rotation": info.rotation,
+    }
+    return {"fields": fields, "note": task.record(note) if note else None}
+
+
+@dataclasses.dataclass
+class _Segment:
+    """The frames of one example as they are encoded, held to the size limit as they grow."""
+
+    start: int
+    frames: list[bytes] = dataclasses.field(default_factory=list)
+    times: list[float] = dataclasses.field(default_factory=list)
+    size: int = 0
+
+    def add(self, jpeg: bytes, time: float) -> None:
+        self.frames.append(jpeg)
+        self.times.append(time)
+        self.size += len(jpeg)
+        if self.size > MAX_EXAMPLE_BYTES:
+            raise video_io.VideoError(
+                f"an example's JPEG frames would go over the {human_bytes(MAX_EXAMPLE_BYTES)} "
+                "limit (protobuf's hard limit is 2 GiB): set segment_frames to store it as "
+                "several examples"
+            )
+
+    def example(self) -> dict:
+        """The segment's own fields; the video's shared fields are added when it is read."""
+        return {
+            "video": self.frames,
+            "timestamps": np.asarray(self.times, np.float32),
+            "start_frame": self.start,
+        }
+
+
+def examples_of(outcome: Outcome) -> Iterator[tuple[str, dict]]:
+    """The (key, example) pairs of an outcome's cache entry, one segment in memory at a time."""
+    if outcome.entry is None:
+        return
+    fields = outcome.entry.summary["fields"]
+    for segment, part in enumerate(outcome.entry.parts()):
+        yield f"{fields['filename']}#{segment}", {**fields, **part, "segment": segment}
+
+
+# -- reporting -------------------------------------------------------------------
+
+
+def on_worker_death(task: Task, exitcode: int) -> Outcome:
+    """A video whose worker died twice: a skip record with the signal or exit code."""
+    from video_tfrecords import parallel
+
+    return Outcome(task, skipped=task.record(parallel.death_reason(exitcode)))
+
+
+def report(outcome: Outcome, strict: bool) -> Outcome:
+    """Warns of a skipped or noted video; a strict build raises for a skipped one."""
+    task = outcome.task
+    if outcome.skipped and strict:
+        raise VideoBuildError(
+            f"{task.where}: {outcome.skipped['reason']} (strict build stops here)"
+        )
+    if outcome.skipped:
+        log.warning("Skipping %s: %s", task.where, outcome.skipped["reason"])
+    if outcome.note:
+        log.warning("Keeping %s: %s", task.where, outcome.note["reason"])
+    return outcome
+
+
+def records_of(outcome: Outcome) -> list[str]:
+    """The outcome's skip record and note as JSON lines tagged by kind (for Beam)."""
+    tagged = [("skipped", outcome.skipped), ("notes", outcome.note)]
+    return [json.dumps({"kind": kind, **record}) for kind, record in tagged if record]
