@@ -136,3 +136,34 @@ def test_a_successful_build_removes_its_cache(manual_dir, tmp_path):
         )
         == NUM_VIDEOS
     )
+
+
+def test_a_resumed_build_spreads_its_cached_videos_among_the_rest(tmp_path):
+    """The schedule that lets the build process read cached videos while workers encode."""
+    from video_tfrecords import cache, examples, manifest
+
+    config = VideoConfig(**CONFIG)
+    tasks = []
+    for i in range(10):
+        path = tmp_path / f"v{i}.mp4"
+        path.write_bytes(b"not decoded here")
+        entry = manifest.Entry("train.txt", i + 1, path.name, "c")
+        tasks.append(examples.Task("train", entry, 0, str(path), config, str(tmp_path / "cache")))
+    assert examples.resume_order(tasks) == tasks  # a fresh build: manifest order
+
+    store = cache.Cache(tmp_path / "cache")
+    for task in tasks[:4]:  # a build killed after its first 4 videos
+        key = cache.video_key(task.video_path, config.frame_fields())
+        store.writer(key).finish({"note": None})
+    order = [int(t.entry.path[1]) for t in examples.resume_order(tasks)]
+    assert sorted(order) == list(range(10))
+    assert [i for i in order if i < 4] == [0, 1, 2, 3]  # each group keeps its order
+    assert [i for i in order if i >= 4] == [4, 5, 6, 7, 8, 9]
+    cached_positions = [p for p, i in enumerate(order) if i < 4]
+    assert max(b - a for a, b in zip(cached_positions, cached_positions[1:])) <= 3
+    assert cached_positions[0] <= 2 and cached_positions[-1] >= 7  # spread over the whole run
+
+    for task in tasks[4:]:
+        key = cache.video_key(task.video_path, config.frame_fields())
+        store.writer(key).finish({"note": None})
+    assert examples.resume_order(tasks) == tasks  # all cached: nothing to overlap

@@ -109,6 +109,10 @@ class Cache:
     def folder(self, key: str) -> epath.Path:
         return self.root / key[:2] / key
 
+    def has(self, key: str) -> bool:
+        """Whether `key` has a finished entry (unchecked: `lookup` checks its files)."""
+        return (self.folder(key) / DONE).exists()
+
     def lookup(self, key: str) -> Entry | None:
         """The complete, undamaged entry of `key`, or None (a damaged one is removed)."""
         folder = self.folder(key)

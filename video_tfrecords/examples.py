@@ -188,6 +188,36 @@ def encode(task: Task) -> Outcome:
     return Outcome(task, entry=entry, note=entry.summary["note"])
 
 
+def resume_order(tasks: list[Task]) -> list[Task]:
+    """The tasks, those already in the cache spread evenly among the rest.
+
+    On a resumed build the build process still reads back and writes every
+    video's examples, while the workers encode only the videos not yet cached.
+    In manifest order the cached ones come first (the killed build did them),
+    so the build process would read them alone while the workers wait, then the
+    workers encode while it waits. Interleaved, the two overlap. Each group keeps
+    its order; the split's contents do not depend on it (TFDS orders examples by
+    key). Without any cached video (a fresh build) the order is unchanged.
+    """
+    cached = [_has_entry(task) for task in tasks]
+    done = [task for task, hit in zip(tasks, cached) if hit]
+    todo = [task for task, hit in zip(tasks, cached) if not hit]
+    if not done or not todo:
+        return list(tasks)
+    # Each task's position as a fraction of its own group, merged by that fraction.
+    placed = [((i + 0.5) / len(todo), 0, i) for i in range(len(todo))]
+    placed += [((j + 0.5) / len(done), 1, j) for j in range(len(done))]
+    return [(todo, done)[group][i] for _, group, i in sorted(placed)]
+
+
+def _has_entry(task: Task) -> bool:
+    try:
+        key = cache.video_key(task.video_path, task.config.frame_fields())
+    except OSError:
+        return False
+    return cache.Cache(task.cache_root).has(key)
+
+
 def _cached(store: cache.Cache, task: Task) -> cache.Entry | None:
     """The video's finished cache entry, or None (also when the file cannot be found:
     opening it then says precisely why)."""

@@ -145,10 +145,14 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         return parallel.worker_count(self.builder_config.num_workers)
 
     def _generate_examples(self, tasks: list[examples.Task]):
-        """Yields (key, example) for each video, in manifest order, encoded in worker processes."""
+        """Yields (key, example) for each video, encoded in worker processes.
+
+        Videos go in manifest order, except that on a resumed build the ones
+        already encoded are spread among the others (`examples.resume_order`).
+        """
         outcomes = parallel.ordered_map(
             examples.encode,
-            tasks,
+            examples.resume_order(tasks),
             num_workers=self._num_workers(),
             on_death=examples.on_worker_death,
             initializer=examples.init_worker,
@@ -160,6 +164,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             if outcome.note:
                 self.info.metadata["notes"].append(outcome.note)
             yield from examples.examples_of(outcome)
+        self._sort_records()
         self._summarize(tasks[0].split)
 
     def _generate_with_beam(self, tasks: list[examples.Task]):
@@ -196,13 +201,17 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             for line in path.read_text().splitlines():
                 record = json.loads(line)
                 self.info.metadata[record.pop("kind")].append(record)
-        for kind in ("skipped", "notes"):
-            self.info.metadata[kind].sort(key=lambda r: (r["split"], r["path"]))
+        self._sort_records()
         for split in self._videos_per_split:
             self._summarize(split)
         if records_dir.exists():
             records_dir.rmtree()
         self.info.write_to_directory(self.data_path)
+
+    def _sort_records(self) -> None:
+        """Skip records and notes by split and path, whatever order the videos were done in."""
+        for kind in ("skipped", "notes"):
+            self.info.metadata[kind].sort(key=lambda r: (r["split"], r["path"]))
 
     def _summarize(self, split: str) -> None:
         """Fails a split where every video was bad (the skips were warned of one by one)."""
