@@ -283,6 +283,39 @@ def test_corrupt_frame_inside_the_window_raises(video, crop_size):
         decoder.sample_np(truncated, name="v.mp4")
 
 
+@pytest.mark.parametrize("crop_size", [None, (16, 16)])
+def test_damaged_entropy_data_that_tensorflow_refuses_numpy_refuses_too(crop_size):
+    """Bytes overwritten inside the compressed data (markers intact): where TF's decoder
+    fails, the NumPy path fails naming the frame; where TF decodes, NumPy gives its
+    pixels or refuses the data libjpeg reports as corrupt. (OpenCV alone returned pixels
+    for all of them.)"""
+    (frame,) = make_frames(1, 64, 96, seed=7)
+    spec = ClipSpec(1, mode="center", crop_size=crop_size)
+    refused_by_tf = 0
+    for fraction in (0.3, 0.4, 0.5, 0.6, 0.7):
+        for value in (0x00, 0x55, 0xFF):
+            damaged = bytearray(frame)
+            at = int(len(frame) * fraction)
+            damaged[at : at + 4] = bytes([value]) * 4
+            damaged = bytes(damaged)
+            try:
+                expected = full_decode([damaged])[0]
+            except tf.errors.InvalidArgumentError:
+                refused_by_tf += 1
+                with pytest.raises(ValueError, match="Frame 0 of video `d.mp4` is not a valid JPEG"):
+                    clip_decode.sample_np(spec, [damaged], name="d.mp4")
+                continue
+            try:
+                clip = clip_decode.sample_np(spec, [damaged], name="d.mp4")
+            except ValueError as e:
+                assert "Frame 0 of video `d.mp4` is not a valid JPEG" in str(e)
+                continue
+            h, w = crop_size or expected.shape[:2]
+            y, x = (expected.shape[0] - h) // 2, (expected.shape[1] - w) // 2
+            np.testing.assert_array_equal(clip[0], expected[y : y + h, x : x + w])
+    assert refused_by_tf  # the test met damage TensorFlow's decoder refuses
+
+
 def test_frames_of_another_size_are_a_clear_error_in_numpy():
     frames = make_frames(6) + make_frames(1, 16, 16)
     with pytest.raises(ValueError, match="Frame 6 of video `v.mp4` decodes to 16x16"):

@@ -1,9 +1,10 @@
 """Decoding a clip: check the video, plan the clip, decode only the frames (and box) it needs.
 
-`sample_np` (NumPy and OpenCV; works without TensorFlow) and `sample_tf` (a
-TensorFlow graph, for tf.data) take the same `ClipSpec`, run the same plan
-(`clip_plan`) and return the same pixels: both use libjpeg's accurate integer
-IDCT (TF's `dct_method="INTEGER_ACCURATE"`, OpenCV's default).
+`sample_np` (NumPy, simplejpeg and OpenCV; works without TensorFlow) and
+`sample_tf` (a TensorFlow graph, for tf.data) take the same `ClipSpec`, run
+the same plan (`clip_plan`) and return the same pixels: all use libjpeg-turbo's
+accurate integer IDCT (TF's `dct_method="INTEGER_ACCURATE"`, the default of
+simplejpeg and OpenCV).
 
 With `short_side`, frames are decoded at half size by the JPEG decoder's DCT
 scaling when that still covers the short side (see `clip_plan.reduction`),
@@ -164,7 +165,7 @@ def plan_np(
 
 
 def sample_np(spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None) -> np.ndarray:
-    """Samples and decodes clip(s) with OpenCV: uint8 [T, H, W, 3] or [num_clips, T, H, W, 3].
+    """Samples and decodes clip(s) without TensorFlow: uint8 [T, H, W, 3] or [num_clips, T, H, W, 3].
 
     Args:
         spec: the clip specification.
@@ -178,8 +179,9 @@ def sample_np(spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None)
             (e.g. cached by a reader that reads the video again): saves hashing
             it. It must be that value; the clip is then the same.
 
-    Each distinct frame is decoded once, straight from its bytes, and copied
-    once into the preallocated output (cropped, flipped or resized on the way).
+    Each distinct frame is decoded once, straight from its bytes: into the
+    output itself when it fills its place whole (no crop, flip or resize), else
+    into one reused frame, copied on into place cropped, flipped or resized.
     """
     ops = clip_plan.NP_OPS
     with ops.wrapping():
@@ -199,21 +201,27 @@ def sample_np(spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None)
                 slots.setdefault(i, []).append((c, t))
     boxes = [(*yx, flip) for yx, flip in zip(plan["crop_offsets"].tolist(), plan["flip"].tolist())]
     ratio = int(layout.ratio)
-    decode = _rgb_decoder(ratio)
     # The size every frame decodes to (that of the planned first frame).
     decoded_size = tuple(-(-int(s) // ratio) for s in layout.frame_size)
+    resized = decoded_size != (out_h, out_w)
+    whole = (box_h, box_w) == (out_h, out_w)  # no crop: a frame fills its output slot
+    scratch = None  # one decoded frame when it cannot go straight to its slot
     for i, positions in slots.items():
-        image = decode(frames[i])
-        if image is None:
-            raise ValueError(f"Frame {i} of video {label()} is not a valid JPEG.")
-        if image.shape[:2] != decoded_size:
-            raise ValueError(
-                f"Frame {i} of video {label()} decodes to {image.shape[1]}x{image.shape[0]}, "
-                f"other frames to {decoded_size[1]}x{decoded_size[0]}; frames must have one size."
-            )
-        if decoded_size != (out_h, out_w):
+        data = frames[i]
+        first_clip, first_t = positions[0]
+        in_place = ratio == 1 and not resized and whole and not boxes[first_clip][2]
+        if in_place:
+            target = clips[first_clip, first_t]  # decoded into the clip: no copy at all
+        elif ratio == 1:
+            scratch = np.empty((*decoded_size, 3), np.uint8) if scratch is None else scratch
+            target = scratch
+        else:
+            target = None
+        where = lambda i=i: f"Frame {i} of video {label()}"
+        image = _decode_rgb(data, decoded_size, target, where)
+        if resized:
             image = _area_resize_np(image, out_h, out_w)
-        for c, t in positions:
+        for c, t in positions[1:] if in_place else positions:
             y, x, flip = boxes[c]
             box = image[y : y + box_h, x : x + box_w]
             if flip:
@@ -229,28 +237,56 @@ def _cv2():
     return cv2
 
 
-def _rgb_decoder(ratio: int):
-    """A function: JPEG bytes -> uint8 RGB image at 1/ratio scale, or None if they do not decode.
+def _decode_rgb(data, size: tuple[int, int], out: np.ndarray | None, where) -> np.ndarray:
+    """JPEG bytes -> uint8 RGB [h, w, 3] of `size` (h, w), into `out` if given (same size).
 
-    EXIF orientation is ignored, as TensorFlow's decoder does.
+    At full size (`out` given) libjpeg-turbo decodes through simplejpeg straight
+    into `out`, the clip's own memory; at a reduced DCT scale (`out` None) through
+    OpenCV. Both use the accurate integer IDCT and fancy upsampling, as
+    TensorFlow does, and ignore EXIF orientation, as TensorFlow does.
+    `where()` names the frame in errors: a truncated or corrupt JPEG, or one of
+    another size, raises ValueError.
     """
+    buffer = np.frombuffer(data, np.uint8)
+    if not _is_whole_jpeg(buffer):
+        raise ValueError(f"{where()} is not a valid JPEG.")
+    if out is None:
+        image = _cv2_decode_reduced(buffer)
+        if image is None:
+            raise ValueError(f"{where()} is not a valid JPEG.")
+        found = image.shape[:2]
+    else:
+        import simplejpeg
+
+        try:
+            height, width, _, _ = simplejpeg.decode_jpeg_header(buffer)
+        except ValueError as e:
+            raise ValueError(f"{where()} is not a valid JPEG ({e}).") from None
+        found = (height, width)
+    if found != size:
+        raise ValueError(
+            f"{where()} decodes to {found[1]}x{found[0]}, other frames to {size[1]}x{size[0]}; "
+            "frames must have one size."
+        )
+    if out is None:
+        return image
+    try:
+        return simplejpeg.decode_jpeg(buffer, colorspace="RGB", buffer=out)
+    except ValueError as e:
+        raise ValueError(f"{where()} is not a valid JPEG ({e}).") from None
+
+
+def _cv2_decode_reduced(buffer: np.ndarray) -> np.ndarray | None:
+    """RGB at half size through the DCT scaling of OpenCV's decoder, or None if it fails."""
     cv2 = _cv2()
-    flags = cv2.IMREAD_REDUCED_COLOR_2 if ratio == 2 else cv2.IMREAD_COLOR
-    flags |= cv2.IMREAD_IGNORE_ORIENTATION
+    flags = cv2.IMREAD_REDUCED_COLOR_2 | cv2.IMREAD_IGNORE_ORIENTATION
     rgb = getattr(cv2, "IMREAD_COLOR_RGB", None)  # OpenCV >= 4.10 decodes to RGB directly
     if rgb is not None:
         flags = (flags & ~cv2.IMREAD_COLOR) | rgb
-
-    def decode(data):
-        buffer = np.frombuffer(data, np.uint8)
-        if not _is_whole_jpeg(buffer):
-            return None
-        image = cv2.imdecode(buffer, flags)
-        if rgb is None and image is not None:
-            image = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
-        return image
-
-    return decode
+    image = cv2.imdecode(buffer, flags)
+    if rgb is None and image is not None:
+        image = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+    return image
 
 
 def _is_whole_jpeg(buffer: np.ndarray) -> bool:

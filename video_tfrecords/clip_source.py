@@ -2,7 +2,7 @@
 
 For PyTorch (`torch.utils.data.Dataset`), JAX and Grain (`grain.MapDataset.source`).
 It reads the records itself (`records`) and decodes only the clip's JPEGs with
-OpenCV (`clip_decode.sample_np`), so a seeded clip equals the one that
+libjpeg-turbo (`clip_decode.sample_np`), so a seeded clip equals the one that
 `tfds.load(..., decoders={"video": ClipDecoder(..., seed=S)})` gives.
 """
 

@@ -4,7 +4,7 @@
                    decoders={"video": ClipDecoder(16, stride=2, crop_size=(224, 224))})
 
 `ClipDecoder` is a thin adapter: the clip is described by a `ClipSpec`, planned
-by `clip_plan` and decoded by `clip_decode` (the TF graph in tf.data, OpenCV in
+by `clip_plan` and decoded by `clip_decode` (the TF graph in tf.data, NumPy in
 `tfds.data_source`; both give the same frames, box, flip and pixels).
 
 Caveats:
@@ -143,7 +143,7 @@ class ClipDecoder(tfds.decode.Decoder):
         )
 
     def sample_np(self, frames, seed=None, *, name=None) -> np.ndarray:
-        """`sample` with NumPy and OpenCV: same frames, box, flip and pixels."""
+        """`sample` without TensorFlow: same frames, box, flip and pixels."""
         return clip_decode.sample_np(self.spec, frames, seed, name=name)
 
     @_no_autograph
