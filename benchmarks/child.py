@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 
@@ -44,18 +45,28 @@ def build(manual_dir: str, data_dir: str, config: str | dict) -> dict:
     builder = tfds.builder("video_tfrecords", data_dir=data_dir, config=config)
     done = []
     examples.report = stamped(examples.report, done)
+    cpu_before = cpu_seconds()
     start = time.perf_counter()
     builder.download_and_prepare(
         download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
     )
     seconds = time.perf_counter() - start
+    cpu_after = cpu_seconds()
     examples = sum(split.num_examples for split in builder.info.splits.values())
     return {
         "seconds": seconds,
         "examples": examples,
         "first_done": done[0] - start,
         "last_done": done[-1] - start,
+        "build_process_cpu": cpu_after[0] - cpu_before[0],
+        "workers_cpu": cpu_after[1] - cpu_before[1],
     }
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """(this process's, its finished children's) user + system CPU seconds."""
+    own, children = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
 def stamped(function, stamps: list):
