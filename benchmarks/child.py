@@ -65,7 +65,9 @@ def build(manual_dir: str, data_dir: str, config: str | dict) -> dict:
 
 def cpu_seconds() -> tuple[float, float]:
     """(this process's, its finished children's) user + system CPU seconds."""
-    own, children = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    own, children = (
+        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 

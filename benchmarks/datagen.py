@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
-import synthetic  # noqa: E402  (the test videos' maker)
+import synthetic  # the test videos' maker
 from video_tfrecords import manifest
 
 SCENE_FRAMES = 250  # a long video is a sequence of 10 s scenes

@@ -6,9 +6,9 @@ import shutil
 
 import numpy as np
 import pytest
-import synthetic
 import tensorflow_datasets as tfds
 
+import synthetic
 from conftest import opencv_frames, psnr
 from video_tfrecords import VideoConfig
 from video_tfrecords import examples as build_examples

@@ -302,7 +302,9 @@ def test_damaged_entropy_data_that_tensorflow_refuses_numpy_refuses_too(crop_siz
                 expected = full_decode([damaged])[0]
             except tf.errors.InvalidArgumentError:
                 refused_by_tf += 1
-                with pytest.raises(ValueError, match="Frame 0 of video `d.mp4` is not a valid JPEG"):
+                with pytest.raises(
+                    ValueError, match="Frame 0 of video `d.mp4` is not a valid JPEG"
+                ):
                     clip_decode.sample_np(spec, [damaged], name="d.mp4")
                 continue
             try:

@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from conftest import decode_jpegs, psnr
 import synthetic
+from conftest import decode_jpegs, psnr
 from video_tfrecords import ClipDecoder, VideoConfig
 
 NUM_TRAIN = 6

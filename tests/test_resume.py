@@ -1,6 +1,7 @@
 """A killed `tfds build` resumes: what it had encoded is not decoded again, and the
 dataset it finishes is the one an uninterrupted build writes, record for record."""
 
+import itertools
 import json
 import pathlib
 import signal
@@ -9,10 +10,10 @@ import sys
 import time
 
 import pytest
-import synthetic
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+import synthetic
 from video_tfrecords import VideoConfig
 
 TFDS = str(pathlib.Path(sys.executable).parent / "tfds")
@@ -160,7 +161,7 @@ def test_a_resumed_build_spreads_its_cached_videos_among_the_rest(tmp_path):
     assert [i for i in order if i < 4] == [0, 1, 2, 3]  # each group keeps its order
     assert [i for i in order if i >= 4] == [4, 5, 6, 7, 8, 9]
     cached_positions = [p for p, i in enumerate(order) if i < 4]
-    assert max(b - a for a, b in zip(cached_positions, cached_positions[1:])) <= 3
+    assert max(b - a for a, b in itertools.pairwise(cached_positions)) <= 3
     assert cached_positions[0] <= 2 and cached_positions[-1] >= 7  # spread over the whole run
 
     for task in tasks[4:]:

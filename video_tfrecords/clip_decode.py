@@ -20,6 +20,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+import simplejpeg
 
 from video_tfrecords import clip_plan
 from video_tfrecords.clip_spec import ClipSpec
@@ -256,8 +257,6 @@ def _decode_rgb(data, size: tuple[int, int], out: np.ndarray | None, where) -> n
             raise ValueError(f"{where()} is not a valid JPEG.")
         found = image.shape[:2]
     else:
-        import simplejpeg
-
         try:
             height, width, _, _ = simplejpeg.decode_jpeg_header(buffer)
         except ValueError as e:

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 from collections.abc import Iterator
 
 import cv2
@@ -197,8 +198,12 @@ def resume_order(tasks: list[Task]) -> list[Task]:
     so the build process would read them alone while the workers wait, then the
     workers encode while it waits. Interleaved, the two overlap. Each group keeps
     its order; the split's contents do not depend on it (TFDS orders examples by
-    key). Without any cached video (a fresh build) the order is unchanged.
+    key). Without any cached video (a fresh build) the order is unchanged, and so
+    it is for videos or a cache on a remote file system, where checking every
+    video (a remote stat each) would cost more than the overlap saves.
     """
+    if not tasks or "://" in tasks[0].cache_root or not os.path.isdir(tasks[0].cache_root):
+        return list(tasks)
     cached = [_has_entry(task) for task in tasks]
     done = [task for task, hit in zip(tasks, cached) if hit]
     todo = [task for task, hit in zip(tasks, cached) if not hit]
@@ -211,6 +216,9 @@ def resume_order(tasks: list[Task]) -> list[Task]:
 
 
 def _has_entry(task: Task) -> bool:
+    """Whether a local video has a finished cache entry (False for a remote one: unknown)."""
+    if "://" in task.video_path:
+        return False
     try:
         key = cache.video_key(task.video_path, task.config.frame_fields())
     except OSError:
