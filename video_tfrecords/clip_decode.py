@@ -1,10 +1,10 @@
 """Decoding a clip: check the video, plan the clip, decode only the frames (and box) it needs.
 
-`sample_np` (NumPy, simplejpeg and OpenCV; works without TensorFlow) and
-`sample_tf` (a TensorFlow graph, for tf.data) take the same `ClipSpec`, run
-the same plan (`clip_plan`) and return the same pixels: all use libjpeg-turbo's
-accurate integer IDCT (TF's `dct_method="INTEGER_ACCURATE"`, the default of
-simplejpeg and OpenCV).
+`sample_np` (NumPy; JPEG through simplejpeg, resizes and flips through
+OpenCV; works without TensorFlow) and `sample_tf` (a TensorFlow graph, for
+tf.data) take the same `ClipSpec`, run the same plan (`clip_plan`) and return
+the same pixels: both decode with libjpeg-turbo's accurate integer IDCT (TF's
+`dct_method="INTEGER_ACCURATE"`, simplejpeg's default).
 
 With `short_side`, frames are decoded at half size by the JPEG decoder's DCT
 scaling when that still covers the short side (see `clip_plan.reduction`),
@@ -208,18 +208,15 @@ def sample_np(spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None)
     whole = (box_h, box_w) == (out_h, out_w)  # no crop: a frame fills its output slot
     scratch = None  # one decoded frame when it cannot go straight to its slot
     for i, positions in slots.items():
-        data = frames[i]
         first_clip, first_t = positions[0]
-        in_place = ratio == 1 and not resized and whole and not boxes[first_clip][2]
+        in_place = not resized and whole and not boxes[first_clip][2]
         if in_place:
             target = clips[first_clip, first_t]  # decoded into the clip: no copy at all
-        elif ratio == 1:
+        else:
             scratch = np.empty((*decoded_size, 3), np.uint8) if scratch is None else scratch
             target = scratch
-        else:
-            target = None
         where = lambda i=i: f"Frame {i} of video {label()}"
-        image = _decode_rgb(data, decoded_size, target, where)
+        image = _decode_rgb(frames[i], ratio, target, where)
         if resized:
             image = _area_resize_np(image, out_h, out_w)
         for c, t in positions[1:] if in_place else positions:
@@ -238,54 +235,35 @@ def _cv2():
     return cv2
 
 
-def _decode_rgb(data, size: tuple[int, int], out: np.ndarray | None, where) -> np.ndarray:
-    """JPEG bytes -> uint8 RGB [h, w, 3] of `size` (h, w), into `out` if given (same size).
+def _decode_rgb(data, ratio: int, out: np.ndarray, where) -> np.ndarray:
+    """Decodes JPEG bytes at 1/`ratio` scale into `out` (uint8 RGB [h, w, 3]), returning it.
 
-    At full size (`out` given) libjpeg-turbo decodes through simplejpeg straight
-    into `out`, the clip's own memory; at a reduced DCT scale (`out` None) through
-    OpenCV. Both use the accurate integer IDCT and fancy upsampling, as
-    TensorFlow does, and ignore EXIF orientation, as TensorFlow does.
-    `where()` names the frame in errors: a truncated or corrupt JPEG, or one of
-    another size, raises ValueError.
+    libjpeg-turbo through simplejpeg: the accurate integer IDCT, fancy
+    upsampling and DCT scaling as in TensorFlow's `decode_jpeg(ratio=...)`
+    (equal pixels), EXIF orientation ignored as TensorFlow does, and straight
+    into `out`, the clip's own memory where it can be. `where()` names the
+    frame in errors: a truncated or corrupt JPEG, or one that decodes to
+    another size than `out`'s, raises ValueError.
     """
     buffer = np.frombuffer(data, np.uint8)
     if not _is_whole_jpeg(buffer):
         raise ValueError(f"{where()} is not a valid JPEG.")
-    if out is None:
-        image = _cv2_decode_reduced(buffer)
-        if image is None:
-            raise ValueError(f"{where()} is not a valid JPEG.")
-        found = image.shape[:2]
-    else:
-        try:
-            height, width, _, _ = simplejpeg.decode_jpeg_header(buffer)
-        except ValueError as e:
-            raise ValueError(f"{where()} is not a valid JPEG ({e}).") from None
-        found = (height, width)
+    try:
+        height, width, _, _ = simplejpeg.decode_jpeg_header(buffer)
+    except ValueError as e:
+        raise ValueError(f"{where()} is not a valid JPEG ({e}).") from None
+    found, size = (-(-height // ratio), -(-width // ratio)), out.shape[:2]
     if found != size:
         raise ValueError(
             f"{where()} decodes to {found[1]}x{found[0]}, other frames to {size[1]}x{size[0]}; "
             "frames must have one size."
         )
-    if out is None:
-        return image
     try:
-        return simplejpeg.decode_jpeg(buffer, colorspace="RGB", buffer=out)
+        return simplejpeg.decode_jpeg(
+            buffer, "RGB", min_height=found[0], min_width=found[1], min_factor=ratio, buffer=out
+        )
     except ValueError as e:
         raise ValueError(f"{where()} is not a valid JPEG ({e}).") from None
-
-
-def _cv2_decode_reduced(buffer: np.ndarray) -> np.ndarray | None:
-    """RGB at half size through the DCT scaling of OpenCV's decoder, or None if it fails."""
-    cv2 = _cv2()
-    flags = cv2.IMREAD_REDUCED_COLOR_2 | cv2.IMREAD_IGNORE_ORIENTATION
-    rgb = getattr(cv2, "IMREAD_COLOR_RGB", None)  # OpenCV >= 4.10 decodes to RGB directly
-    if rgb is not None:
-        flags = (flags & ~cv2.IMREAD_COLOR) | rgb
-    image = cv2.imdecode(buffer, flags)
-    if rgb is None and image is not None:
-        image = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
-    return image
 
 
 def _is_whole_jpeg(buffer: np.ndarray) -> bool:
