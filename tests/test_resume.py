@@ -154,8 +154,8 @@ def test_a_resumed_build_spreads_its_cached_videos_among_the_rest(tmp_path):
 
     store = cache.Cache(tmp_path / "cache")
     for task in tasks[:4]:  # a build killed after its first 4 videos
-        key = cache.video_key(task.video_path, config.frame_fields())
-        store.writer(key).finish({"note": None})
+        key = cache.video_key(task.video_path, config.frame_fields(), f"train/{task.entry.path}")
+        store.writer(key).finish({"fields": {}, "damage": None})
     order = [int(t.entry.path[1]) for t in examples.resume_order(tasks)]
     assert sorted(order) == list(range(10))
     assert [i for i in order if i < 4] == [0, 1, 2, 3]  # each group keeps its order
@@ -165,6 +165,68 @@ def test_a_resumed_build_spreads_its_cached_videos_among_the_rest(tmp_path):
     assert cached_positions[0] <= 2 and cached_positions[-1] >= 7  # spread over the whole run
 
     for task in tasks[4:]:
-        key = cache.video_key(task.video_path, config.frame_fields())
-        store.writer(key).finish({"note": None})
+        key = cache.video_key(task.video_path, config.frame_fields(), f"train/{task.entry.path}")
+        store.writer(key).finish({"fields": {}, "damage": None})
     assert examples.resume_order(tasks) == tasks  # all cached: nothing to overlap
+
+
+def encode_tasks(tmp_path, video, *named, strict=False):
+    """Tasks for `video` under (split, manifest path, label) triples, sharing one cache."""
+    from video_tfrecords import examples, manifest
+
+    config = VideoConfig(name="tasks", num_workers=1, strict=strict)
+    return [
+        examples.Task(
+            split,
+            manifest.Entry(f"{split}.txt", 1, path, str(label)),
+            label,
+            str(video),
+            config,
+            str(tmp_path / "cache"),
+        )
+        for split, path, label in named
+    ]
+
+
+def test_a_cached_video_takes_its_label_and_name_from_the_manifest_of_the_rerun(tmp_path):
+    from video_tfrecords import examples
+
+    video = tmp_path / "a.mp4"
+    synthetic.write_video(str(video), synthetic.moving_frames(6, 48, 64, seed=1))
+    before, after, respelled = encode_tasks(
+        tmp_path, video, ("train", "a.mp4", 3), ("train", "a.mp4", 7), ("train", "./a.mp4", 7)
+    )
+    examples.encode(before)  # the killed build; then the manifest's label is fixed
+    (cached,) = examples.examples_of(examples.encode(after))
+    assert cached[0] == "a.mp4#0" and cached[1]["label"] == 7 and cached[1]["filename"] == "a.mp4"
+    (other,) = examples.examples_of(examples.encode(respelled))
+    assert other[0] == "./a.mp4#0" and other[1]["filename"] == "./a.mp4"
+    folders = {p.parent for p in (tmp_path / "cache").rglob("done.json")}
+    assert len(folders) == 2  # another manifest line naming the file: an entry of its own
+
+
+def test_a_cache_that_cannot_be_written_fails_the_build_instead_of_skipping_videos(tmp_path):
+    from video_tfrecords import examples
+
+    video = tmp_path / "a.mp4"
+    synthetic.write_video(str(video), synthetic.moving_frames(6, 48, 64, seed=1))
+    (tmp_path / "cache").write_text("a file where the cache folder should be")
+    (task,) = encode_tasks(tmp_path, video, ("train", "a.mp4", 0))
+    with pytest.raises(OSError):
+        examples.encode(task)
+
+
+def test_a_damaged_video_cached_by_a_lenient_build_fails_a_strict_one(tmp_path):
+    import videos
+
+    from video_tfrecords import examples
+
+    whole = videos.make(tmp_path / "whole.mp4", num_frames=20)
+    damaged = videos.damage_packet(whole, tmp_path / "damaged.mp4", 5)
+    (lenient,) = encode_tasks(tmp_path, damaged, ("train", "damaged.mp4", 0))
+    (strict,) = encode_tasks(tmp_path, damaged, ("train", "damaged.mp4", 0), strict=True)
+    kept = examples.encode(lenient)
+    assert kept.entry is not None and kept.note["split"] == "train"
+    refused = examples.encode(strict)  # same cache entry: strict is not a frame field
+    assert refused.entry is None and refused.skipped["reason"].endswith("(strict build)")
+    assert refused.skipped["reason"].startswith(kept.note["reason"])

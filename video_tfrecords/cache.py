@@ -24,7 +24,8 @@ from collections.abc import Iterator, Mapping
 from etils import epath
 
 # Bump when the content of an entry changes meaning: old entries are then ignored.
-FORMAT = 1
+# 2: keyed on the manifest's name for the video too; holds only what the video gives.
+FORMAT = 2
 DONE = "done.json"
 
 
@@ -32,8 +33,10 @@ class CacheError(OSError):
     """An entry's files do not match its done.json: it was damaged after it was written."""
 
 
-def video_key(path: str, config_fields: Mapping) -> str:
-    """Hex key of one video under one config: its path, size, mtime and the config's fields."""
+def video_key(path: str, config_fields: Mapping, name: str) -> str:
+    """Hex key of one video under one config: its path, size, mtime, the config's fields,
+    and `name`, what the manifest calls it (split and path as written): two manifest
+    lines naming one file get entries of their own, as they may be encoded at once."""
     if "://" in path:  # a remote file system: what epath can tell
         stat = epath.Path(path).stat()
         size, mtime = stat.length, stat.mtime
@@ -46,6 +49,7 @@ def video_key(path: str, config_fields: Mapping) -> str:
         "size": size,
         "mtime": mtime,
         "config": dict(config_fields),
+        "name": name,
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -56,7 +60,7 @@ class Entry:
 
     folder: str
     files: tuple[tuple[str, int, int], ...]  # (name, size, crc32), in example order
-    summary: dict  # e.g. {"note": ...}, as given to EntryWriter.finish
+    summary: dict  # what the video gave beside its examples, as given to EntryWriter.finish
 
     def parts(self) -> Iterator[dict]:
         """Yields the dicts given to `EntryWriter.add`, one file read at a time, each checked."""

@@ -172,21 +172,38 @@ def init_worker() -> None:
 
 
 def encode(task: Task) -> Outcome:
-    """The video's examples, from the cache or encoded into it; a bad video gives a skip record."""
+    """The video's examples, from the cache or encoded into it; a bad video gives a skip record.
+
+    Only a bad video is a skip record: a failure to write the cache (a full disk)
+    raises, as it would be one for every video after it.
+    """
     store = cache.Cache(task.cache_root)
-    try:
-        entry = _cached(store, task)  # a resumed build opens no video it has already encoded
-        if entry is None:
-            with video_io.Video(task.video_path, threads=task.decoder_threads) as video:
-                writer = store.writer(cache.video_key(task.video_path, task.config.frame_fields()))
-                try:
-                    entry = writer.finish(_encode_into(task, video, writer))
-                except BaseException:
-                    writer.discard()
-                    raise
-    except (video_io.VideoError, OSError) as e:
-        return Outcome(task, skipped=task.record(str(e)))
-    return Outcome(task, entry=entry, note=entry.summary["note"])
+    entry = _cached(store, task)  # a resumed build opens no video it has already encoded
+    if entry is None:
+        try:
+            video = video_io.Video(task.video_path, threads=task.decoder_threads)
+        except video_io.VideoError as e:
+            return Outcome(task, skipped=task.record(str(e)))
+        with video:
+            writer = store.writer(_cache_key(task))
+            try:
+                entry = writer.finish(_encode_into(task, video, writer))
+            except video_io.VideoError as e:
+                writer.discard()
+                return Outcome(task, skipped=task.record(str(e)))
+            except BaseException:
+                writer.discard()
+                raise
+    damage = entry.summary["damage"]
+    if damage and task.config.strict:
+        return Outcome(task, skipped=task.record(f"{damage} (strict build)"))
+    return Outcome(task, entry=entry, note=task.record(damage) if damage else None)
+
+
+def _cache_key(task: Task) -> str:
+    """The task's cache key: its video file, the frame-shaping config, its manifest name."""
+    name = f"{task.split}/{task.entry.path}"
+    return cache.video_key(task.video_path, task.config.frame_fields(), name)
 
 
 def resume_order(tasks: list[Task]) -> list[Task]:
@@ -220,7 +237,7 @@ def _has_entry(task: Task) -> bool:
     if "://" in task.video_path:
         return False
     try:
-        key = cache.video_key(task.video_path, task.config.frame_fields())
+        key = _cache_key(task)
     except OSError:
         return False
     return cache.Cache(task.cache_root).has(key)
@@ -230,13 +247,15 @@ def _cached(store: cache.Cache, task: Task) -> cache.Entry | None:
     """The video's finished cache entry, or None (also when the file cannot be found:
     opening it then says precisely why)."""
     try:
-        return store.lookup(cache.video_key(task.video_path, task.config.frame_fields()))
+        return store.lookup(_cache_key(task))
     except OSError:
         return None
 
 
 def _encode_into(task: Task, video: video_io.Video, writer: cache.EntryWriter) -> dict:
-    """Writes the video's segments into `writer`; returns the summary (shared fields, note)."""
+    """Writes the video's segments into `writer`; returns the summary: the fields the video
+    gives (not those the manifest gives: label and name come from the task when read back)
+    and its damage, if any."""
     config, info = task.config, video.info
     size = stored_size(info, config)
     limit = config.segment_frames or math.inf
@@ -263,12 +282,7 @@ def _encode_into(task: Task, video: video_io.Video, writer: cache.EntryWriter) -
         writer.add(segment.example())
     if not times:
         raise video_io.VideoError("no frame could be decoded")
-    note = video.damage.note()
-    if note and config.strict:
-        raise video_io.VideoError(f"{note} (strict build)")
     fields = {
-        "label": task.label,
-        "filename": task.entry.path,
         "fps": float(config.fps or frame_rate(times, info.average_fps)),
         "codec": info.codec,
         "source_height": info.coded_height,
@@ -279,7 +293,7 @@ def _encode_into(task: Task, video: video_io.Video, writer: cache.EntryWriter) -
         "sample_aspect_ratio": float(info.sample_aspect_ratio),
         "rotation": info.rotation,
     }
-    return {"fields": fields, "note": task.record(note) if note else None}
+    return {"fields": fields, "damage": video.damage.note() or None}
 
 
 @dataclasses.dataclass
@@ -315,9 +329,10 @@ def examples_of(outcome: Outcome) -> Iterator[tuple[str, dict]]:
     """The (key, example) pairs of an outcome's cache entry, one segment in memory at a time."""
     if outcome.entry is None:
         return
-    fields = outcome.entry.summary["fields"]
+    task = outcome.task
+    fields = {**outcome.entry.summary["fields"], "label": task.label, "filename": task.entry.path}
     for segment, part in enumerate(outcome.entry.parts()):
-        yield f"{fields['filename']}#{segment}", {**fields, **part, "segment": segment}
+        yield f"{task.entry.path}#{segment}", {**fields, **part, "segment": segment}
 
 
 # -- reporting -------------------------------------------------------------------

@@ -277,8 +277,9 @@ class _TfRecordShard:
         """Reads every record header (checking its CRC); returns the number of records."""
         if self.offsets is None:
             with _OPENING:
-                if self.offsets is None:
-                    self.offsets, self.sizes = self._scan(self._file())
+                if self.offsets is None:  # offsets last: another thread checks them unlocked
+                    offsets, self.sizes = self._scan(self._file())
+                    self.offsets = offsets
         if self._checked is None:
             self._checked = bytearray(len(self.offsets))
         return len(self.offsets)
