@@ -104,6 +104,19 @@ def test_parse_example_matches_protobuf(tfrecord):
                 np.testing.assert_array_equal(parsed[name], np.asarray(expected, np.float64))
 
 
+def test_a_packed_varint_running_past_its_list_is_refused():
+    example = tf_example_pb2.Example()
+    example.features.feature["z"].bytes_list.value.append(b"more data after the list")
+    example.features.feature["n"].int64_list.value.extend([300, 5])  # packed: AC 02 05
+    data = bytearray(example.SerializeToString())
+    at = data.index(bytes([0xAC, 0x02, 0x05]))
+    assert at + 3 < len(data) - 8  # (the list is not the record's end: bytes follow it)
+    data[at + 2] = 0x85  # the last varint now claims a byte beyond its list
+    with pytest.raises(ValueError, match="not a well-formed"):
+        records.parse_example(bytes(data))
+    assert records.parse_example(example.SerializeToString())["n"].tolist() == [300, 5]
+
+
 def test_order_and_scalar_features_match_tfds(tfrecord):
     source = source_of(tfrecord, num_frames=1)
     reference = list(tfds.as_numpy(tfrecord.as_dataset(split="train", shuffle_files=False)))

@@ -58,6 +58,24 @@ def test_a_pool_that_breaks_while_the_caller_holds_a_result_loses_nothing():
     assert [first, *results] == [1, ("dead", -2, "worker died (signal 9)"), 9, 16, 25, 36, 49]
 
 
+def failing_initializer():
+    raise RuntimeError("the initializer failed")
+
+
+def test_a_failing_initializer_fails_the_map_instead_of_killing_every_item():
+    # Reported as worker deaths, it would turn every item into an on_death record.
+    with pytest.raises(RuntimeError, match="the initializer failed"):
+        list(
+            parallel.ordered_map(
+                square_or_die,
+                [1, 2, 3],
+                num_workers=2,
+                on_death=dead,
+                initializer=failing_initializer,
+            )
+        )
+
+
 def test_an_exception_in_a_worker_reaches_the_caller():
     with pytest.raises(ValueError, match="three"):
         list(parallel.ordered_map(fail_on_three, range(6), num_workers=2, on_death=dead))

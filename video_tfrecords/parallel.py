@@ -121,14 +121,23 @@ def _run_alone(fn, item, context, on_death, initializer):
 
 
 def _send_result(fn, item, sender, initializer) -> None:
-    """Runs in the lone process: sends (failed, result or exception) back."""
-    if initializer is not None:
-        initializer()
+    """Runs in the lone process: sends (failed, result or exception) back.
+
+    A failing initializer is sent back too, and so is a result or exception
+    that does not pickle: neither is the item's fault, and reported as a dead
+    worker it would make every item a death.
+    """
     try:
+        if initializer is not None:
+            initializer()
         message = (False, fn(item))
     except Exception as e:  # noqa: BLE001 (re-raised in the parent)
         message = (True, e)
-    sender.send(message)
+    try:
+        sender.send(message)
+    except Exception as e:  # noqa: BLE001 (re-raised in the parent)
+        kind = "exception" if message[0] else "result"
+        sender.send((True, RuntimeError(f"the worker's {kind} cannot be sent back: {e!r}")))
     sender.close()
 
 

@@ -544,6 +544,8 @@ def _number_values(data, pos: int, end: int, floats: bool) -> np.ndarray:
             while pos < stop:
                 number, pos = _varint(data, pos)
                 packed.append(_to_int64(number))
+            if pos != stop:
+                raise ValueError("a packed varint runs past its list")
             values.append(np.array(packed, np.int64))
         elif wire == 5 and floats:
             values.append(np.frombuffer(value, "<f4"))
