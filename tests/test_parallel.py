@@ -2,6 +2,9 @@
 
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import time
 
 import pytest
@@ -99,3 +102,48 @@ def test_items_are_pulled_lazily_at_most_ahead_per_worker():
     assert next(results) == 0
     assert 16 <= len(pulled) <= 17  # 16 in flight, plus the one that found the queue full
     results.close()
+
+
+def sleep_and_report(item):
+    """Writes this worker's pid into the folder `item`, then works for a minute."""
+    folder, index = item
+    with open(os.path.join(folder, f"{os.getpid()}.{index}"), "w"):
+        pass
+    time.sleep(60)
+    return index
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie is gone too
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+def test_workers_end_when_the_build_process_is_killed(tmp_path):
+    # SIGKILL gives the pool no chance to stop them; they must not wait for work forever.
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from test_parallel import sleep_and_report, dead
+        from video_tfrecords import parallel
+        items = [({str(tmp_path)!r}, i) for i in range(4)]
+        list(parallel.ordered_map(sleep_and_report, items, num_workers=2, on_death=dead))
+        """
+    )
+    build = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.time() + 60
+    while len(os.listdir(tmp_path)) < 2:
+        assert time.time() < deadline and build.poll() is None
+        time.sleep(0.1)
+    workers = {int(name.split(".")[0]) for name in os.listdir(tmp_path)}
+    assert all(alive(pid) for pid in workers)
+    build.send_signal(signal.SIGKILL)
+    build.wait()
+    deadline = time.time() + 15
+    while any(alive(pid) for pid in workers) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(pid) for pid in workers)

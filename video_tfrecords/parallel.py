@@ -7,15 +7,19 @@ come back in input order with at most `ahead * num_workers` items in flight
 crash, the OOM killer) breaks the pool: the pool is rebuilt, the items in
 flight that had not finished are retried one at a time in a process of their
 own, and an item that kills its process again becomes `on_death(item, exitcode)`.
+Workers end themselves within a second or so when this process is killed.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import multiprocessing
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -47,6 +51,7 @@ def ordered_map(
         yield from map(fn, items)
         return
     context = multiprocessing.get_context("spawn")
+    initializer = functools.partial(_start_worker, os.getpid(), initializer)
     new_pool = lambda: ProcessPoolExecutor(num_workers, mp_context=context, initializer=initializer)
     items = iter(items)
     in_flight = collections.deque()  # (item, future), in input order
@@ -118,6 +123,24 @@ def _run_alone(fn, item, context, on_death, initializer):
     if failed:
         raise value
     return value
+
+
+def _start_worker(parent: int, initializer: Callable[[], None] | None) -> None:
+    """Runs first in every worker process: a watch that ends it once `parent` is gone, then
+    `initializer`.
+
+    A build killed with SIGKILL (the OOM killer, a preempted job's `kill -9`) cannot stop its
+    pool, and its workers would wait for work forever, each holding its memory.
+    """
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
+    if initializer is not None:
+        initializer()
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def _send_result(fn, item, sender, initializer) -> None:
