@@ -2,8 +2,8 @@
 
 Videos are decoded in worker processes (a `ProcessPoolExecutor` on the spawn
 context: never a fork of a process that runs TensorFlow's threads). Results
-come back in input order with at most `ahead * num_workers` items in flight
-(2 by default), so memory stays bounded whatever the input's length. A worker that dies (a codec
+come back in input order with at most `2 * num_workers` items in flight, so
+memory stays bounded whatever the input's length. A worker that dies (a codec
 crash, the OOM killer) breaks the pool: the pool is rebuilt, the items in
 flight that had not finished are retried one at a time in a process of their
 own, and an item that kills its process again becomes `on_death(item, exitcode)`.
@@ -36,14 +36,11 @@ def ordered_map(
     num_workers: int,
     on_death: Callable[[Item, int], Result],
     initializer: Callable[[], None] | None = None,
-    ahead: int = 2,
 ) -> Iterator[Result]:
     """Yields `fn(item)` for every item, in order, computed in `num_workers` processes.
 
     With `num_workers == 1` everything runs in this process (no isolation).
-    `fn` and `initializer` must be importable module-level functions. `ahead`:
-    items in flight per worker; more lets the workers run further ahead of a
-    caller that is slow on some results, at the cost of holding more results.
+    `fn` and `initializer` must be importable module-level functions.
     """
     if num_workers == 1:
         if initializer is not None:
@@ -58,7 +55,7 @@ def ordered_map(
     pool = new_pool()
     try:
         while True:
-            while len(in_flight) < ahead * num_workers:
+            while len(in_flight) < 2 * num_workers:
                 item = next(items, _END)
                 if item is _END:
                     break

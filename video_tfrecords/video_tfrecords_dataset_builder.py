@@ -156,9 +156,6 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             num_workers=self._num_workers(),
             on_death=examples.on_worker_death,
             initializer=examples.init_worker,
-            # A result names a cache entry on disk, not frames: running far ahead costs no
-            # memory, and keeps the workers encoding while this process writes cached videos.
-            ahead=8,
         )
         for outcome in outcomes:
             examples.report(outcome, self.builder_config.strict)
