@@ -105,16 +105,21 @@ def test_parse_example_matches_protobuf(tfrecord):
 
 
 def test_a_packed_varint_running_past_its_list_is_refused():
-    example = tf_example_pb2.Example()
-    example.features.feature["z"].bytes_list.value.append(b"more data after the list")
-    example.features.feature["n"].int64_list.value.extend([300, 5])  # packed: AC 02 05
-    data = bytearray(example.SerializeToString())
-    at = data.index(bytes([0xAC, 0x02, 0x05]))
-    assert at + 3 < len(data) - 8  # (the list is not the record's end: bytes follow it)
-    data[at + 2] = 0x85  # the last varint now claims a byte beyond its list
+    def field(number, payload):  # a length-delimited protobuf field (payloads under 128 bytes)
+        return bytes([number << 3 | 2, len(payload)]) + payload
+
+    def example(packed):  # written by hand: protobuf's map order differs between processes
+        n = field(1, b"n") + field(2, field(3, field(1, packed)))  # Int64List, packed
+        z = field(1, b"z") + field(2, field(1, field(1, b"more data after the list")))
+        return field(1, field(1, n) + field(1, z))
+
+    whole = example(bytes([0xAC, 0x02, 0x05]))  # 300, 5
+    reference = tf_example_pb2.Example.FromString(whole).features.feature["n"]
+    assert list(reference.int64_list.value) == [300, 5]
+    assert records.parse_example(whole)["n"].tolist() == [300, 5]
+    damaged = example(bytes([0xAC, 0x02, 0x85]))  # the last varint claims a byte past its list
     with pytest.raises(ValueError, match="not a well-formed"):
-        records.parse_example(bytes(data))
-    assert records.parse_example(example.SerializeToString())["n"].tolist() == [300, 5]
+        records.parse_example(damaged)
 
 
 def test_order_and_scalar_features_match_tfds(tfrecord):
