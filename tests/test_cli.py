@@ -78,5 +78,5 @@ def test_imports_flag_works_from_any_directory(tmp_path):
         f"--data_dir={data_dir}",
         cwd=tmp_path,
     )
-    assert (data_dir / "video_tfrecords" / "native" / "2.0.0" / "dataset_info.json").exists()
+    assert (data_dir / "video_tfrecords" / "native" / "2.1.0" / "dataset_info.json").exists()
     assert os.listdir(tmp_path) == ["data"]

@@ -285,7 +285,7 @@ def test_missing_dataset_config_split_and_version_say_what_exists(tfrecord, tmp_
         ClipSource("train", data_dir=tfrecord.data_dir_root, num_frames=1)  # "default"
     with pytest.raises(ValueError, match="No split 'val' .* splits: (train, test|test, train)"):
         ClipSource("val", data_dir=tfrecord.data_dir_root, config=CONFIG, num_frames=1)
-    with pytest.raises(FileNotFoundError, match="prepared versions: 2.0.0"):
+    with pytest.raises(FileNotFoundError, match="prepared versions: 2.1.0"):
         source_of(tfrecord, version="9.9.9")
 
 
@@ -295,38 +295,62 @@ def copy_dataset(builder, tmp_path):
     return target
 
 
-def test_corrupt_record_names_the_file_and_video(tfrecord, tmp_path):
-    folder = copy_dataset(tfrecord, tmp_path)
-    source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
-    name = source[0]["filename"]
-    shard = str(folder / os.path.basename(source.reader.shards.paths[0]))
-    with open(shard, "r+b") as f:
-        (length,) = struct.unpack("<Q", f.read(8))
-        f.seek(12 + length // 2)  # a byte in the middle of the first record's data
+def flip_a_byte(path, offset, mask=0x40):
+    """Damages one byte of a file in place (an open memory map of it sees the change)."""
+    with open(path, "r+b") as f:
+        f.seek(offset)
         byte = f.read(1)
         f.seek(-1, 1)
-        f.write(bytes([byte[0] ^ 0x40]))
-    fresh = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
-    with pytest.raises(records.CorruptRecordError, match="CRC32C") as error:
-        fresh[0]
-    assert shard in str(error.value) and name in str(error.value)
+        f.write(bytes([byte[0] ^ mask]))
 
 
-def test_every_process_checks_a_record_on_its_first_read(tfrecord, tmp_path):
-    # A record's CRC32C is checked on its first read in a process: a copy sent to a
-    # worker (pickled) checks again, so damage done after the parent's read is caught.
+def frame_offset(shard, frame: int) -> int:
+    """Byte offset in the shard of the middle of frame `frame` of its first record."""
+    with open(shard, "rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        f.seek(12)
+        data = f.read(length)
+    jpeg = tf_example_pb2.Example.FromString(data).features.feature["video"].bytes_list.value[frame]
+    return 12 + data.index(jpeg) + len(jpeg) // 2
+
+
+def test_the_builder_stores_each_frames_crc32c(tfrecord):
+    reader = records.SplitReader(records.split_shards(tfrecord.data_path, "train"))
+    for index in range(len(reader)):
+        feature = tf_example_pb2.Example.FromString(bytes(reader.read(index))).features.feature
+        frames = feature["video"].bytes_list.value
+        stored = list(feature[records.FRAME_CHECKSUMS].int64_list.value)
+        assert stored == [google_crc32c.value(frame) for frame in frames]
+
+
+def test_a_corrupt_frame_is_caught_when_a_clip_reads_it(tfrecord, tmp_path):
+    # Each frame's CRC32C is checked when a clip reads it; frames no clip reads are not.
     folder = copy_dataset(tfrecord, tmp_path)
-    source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2).index_all()
+    count = len(records.parse_example(source_of(tfrecord).reader.read(0))["video"])
+    source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=count)
+    name = source[0]["filename"]  # every frame of the first record, read before the damage
+    shard = str(folder / os.path.basename(source.reader.shards.paths[0]))
+    flip_a_byte(shard, frame_offset(shard, 0))
+    center = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2, mode="center")
+    assert center[0]["video"].shape == (2, 48, 64, 3)  # two middle frames: not damaged
+    fresh = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=count)
+    for whole in (fresh, source):
+        with pytest.raises(records.CorruptRecordError, match="CRC32C") as error:
+            whole[0]  # a fresh source, and one that had read the record before the damage
+        assert "Frame 0 " in str(error.value)
+        assert shard in str(error.value) and name in str(error.value)
+
+
+def test_a_pickled_copy_checks_frames_too(tfrecord, tmp_path):
+    folder = copy_dataset(tfrecord, tmp_path)
+    source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=3, mode="center")
+    source = source.index_all()
     name = source[0]["filename"]
+    middle = len(records.parse_example(source.reader.read(0))["video"]) // 2
     worker_copy = pickle.dumps(source)
     shard = str(folder / os.path.basename(source.reader.shards.paths[0]))
-    with open(shard, "r+b") as f:  # in place: the parent's map sees it
-        (length,) = struct.unpack("<Q", f.read(8))
-        f.seek(12 + length // 3)
-        byte = f.read(1)
-        f.seek(-1, 1)
-        f.write(bytes([byte[0] ^ 0x01]))
-    with pytest.raises(records.CorruptRecordError, match="CRC32C") as error:
+    flip_a_byte(shard, frame_offset(shard, middle), 0x01)
+    with pytest.raises(records.CorruptRecordError, match=f"Frame {middle} .*CRC32C") as error:
         pickle.loads(worker_copy)[0]
     assert shard in str(error.value) and name in str(error.value)
 
@@ -351,8 +375,10 @@ def test_corrupt_jpeg_with_valid_checksum_names_the_video_and_file(tfrecord, tmp
     example = tf_example_pb2.Example.FromString(raw)
     frames = example.features.feature["video"].bytes_list.value
     name = example.features.feature["filename"].bytes_list.value[0].decode()
+    checksums = example.features.feature[records.FRAME_CHECKSUMS].int64_list.value
     for i in range(len(frames)):
         frames[i] = frames[i][: len(frames[i]) // 2]  # cut short: no end-of-image marker
+        checksums[i] = google_crc32c.value(frames[i])  # checksums that match the damage
     with open(shard, "rb") as f:
         rest = f.read()[12 + len(raw) + 4 :]
     with open(shard, "wb") as f:
@@ -434,3 +460,20 @@ def test_reads_a_dataset_of_the_first_layout(tmp_path):
         assert example["label"] == expected[example["filename"]]["label"]
         np.testing.assert_array_equal(example["video"], expected[example["filename"]]["video"])
     assert source.label_names == ["a", "b"]
+
+
+def test_a_dataset_without_frame_checksums_gets_each_record_checked(tmp_path):
+    # Datasets built before frame_crc32c: a record's CRC32C is checked on its first read
+    # in each process, so damage done after the parent's read is caught by a worker.
+    builder = FirstLayout(data_dir=str(tmp_path))
+    builder.download_and_prepare()
+    source = ClipSource("train", data_dir=tmp_path, num_frames=2, mode="center").index_all()
+    name = source[0]["filename"]
+    worker_copy = pickle.dumps(source)
+    shard = source.reader.shards.paths[0]
+    with open(shard, "rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+    flip_a_byte(shard, 12 + length - 3)  # near the end: outside the clip's frames
+    with pytest.raises(records.CorruptRecordError, match="CRC32C") as error:
+        pickle.loads(worker_copy)[0]
+    assert shard in str(error.value) and name in str(error.value)

@@ -55,7 +55,7 @@ def dataset_files(data_dir) -> dict[str, list[tf.train.Example]]:
     (Parsed, because protobuf does not promise one byte order for a map's
     entries: two builds of the same examples need not be equal byte for byte.)
     """
-    folder = pathlib.Path(data_dir) / "video_tfrecords" / "resume" / "2.0.0"
+    folder = pathlib.Path(data_dir) / "video_tfrecords" / "resume" / "2.1.0"
     return {
         p.name: [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(str(p))]
         for p in folder.iterdir()

@@ -25,7 +25,8 @@ from etils import epath
 
 # Bump when the content of an entry changes meaning: old entries are then ignored.
 # 2: keyed on the manifest's name for the video too; holds only what the video gives.
-FORMAT = 2
+# 3: each example holds its frames' CRC32C (frame_crc32c).
+FORMAT = 3
 DONE = "done.json"
 
 

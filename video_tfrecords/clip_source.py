@@ -31,7 +31,7 @@ class ClipSource:
         data_dir: where the dataset was built (`--data_dir`); default TFDS's
             (TFDS_DATA_DIR, else ~/tensorflow_datasets).
         config: the config's name (or a `VideoConfig`); default "default".
-        version: a version folder, e.g. "2.0.0"; default the latest one present.
+        version: a version folder, e.g. "2.1.0"; default the latest one present.
         num_frames, stride, mode, crop_size, flip, short_video, seed, **clip_args:
             the clip, as for `ClipDecoder` (see `ClipSpec`). With a seed, example
             i always gives the same clip (that of `ClipDecoder(seed=seed)`), until
@@ -41,13 +41,14 @@ class ClipSource:
             `len` and indices are those of the part.
 
     What is checked when: a TFRecord shard's record headers (CRC32C) when it is
-    indexed (once; the index travels with pickled copies); a TFRecord record's
-    data CRC32C on its first read in the process (a pickled copy, e.g. a
-    worker's, checks again; a forked one keeps its parent's checks), later reads
-    of it only its length field (tf.data checks every read); array_record's own
-    hashes on every read; the JPEG structure of every decoded frame on every
-    read. TFRecord shards are memory-mapped: they must not be rewritten while a
-    source has them open.
+    indexed (once; the index travels with pickled copies); on every read, the
+    CRC32C of each frame the clip reads (datasets built with `frame_crc32c`,
+    version 2.1.0 on) and the record's structure; for older TFRecord datasets,
+    each record's data CRC32C on its first read in the process instead (a
+    pickled copy, e.g. a worker's, checks again; a forked one keeps its
+    parent's checks); array_record's own hashes on every read; the JPEG
+    structure of every decoded frame on every read. TFRecord shards are
+    memory-mapped: they must not be rewritten while a source has them open.
     """
 
     def __init__(
@@ -89,7 +90,12 @@ class ClipSource:
                 "not a video_tfrecords dataset."
             )
         self.split = split
-        self.reader = records.SplitReader(records.split_shards(self.dataset_dir, split, info))
+        # With each frame's checksum stored, a read checks the frames it decodes, not the record.
+        self._frame_checks = records.FRAME_CHECKSUMS in self.features
+        self.reader = records.SplitReader(
+            records.split_shards(self.dataset_dir, split, info),
+            check_records=not self._frame_checks,
+        )
         self._range = records.index_range(len(self.reader), shard_index, num_shards)
         self._scalars = {
             name: feature
@@ -181,12 +187,20 @@ class ClipSource:
         if missing:
             video = "" if "filename" in missing else f" (video `{filename}`)"
             raise records.CorruptRecordError(f"{where()}{video} has no {', '.join(missing)}.")
+        frames = parsed["video"]
+        if self._frame_checks:
+            video_where = lambda: f"video `{filename}` ({where()})"
+            frames = records.CheckedFrames(
+                frames, parsed.get(records.FRAME_CHECKSUMS, ()), video_where
+            )
         seed = self.seed
-        fingerprint = None if seed is None else self._fingerprint(record_index, parsed["video"])
+        fingerprint = None if seed is None else self._fingerprint(record_index, frames)
         try:
             video = clip_decode.sample_np(
-                self.spec, parsed["video"], seed, name=filename, fingerprint=fingerprint
+                self.spec, frames, seed, name=filename, fingerprint=fingerprint
             )
+        except records.CorruptRecordError:
+            raise  # names the video and its file already
         except ValueError as e:
             raise ValueError(f"{e} ({where()})") from e
         example = {"video": video, "label": int(parsed["label"][0]), "filename": filename}

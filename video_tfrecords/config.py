@@ -6,6 +6,8 @@ import dataclasses
 
 import tensorflow_datasets as tfds
 
+# The dataset's version (the builder's VERSION); a config without one gets it.
+DATASET_VERSION = "2.1.0"
 # Fields that decide the stored frames: a change of any of them makes a new cache entry.
 FRAME_FIELDS = (
     "short_side",
@@ -75,7 +77,7 @@ class VideoConfig(tfds.core.BuilderConfig):
         if problems:
             raise ValueError(f"VideoConfig {self.name!r}: " + "; ".join(problems))
         if self.version is None:
-            self.version = "2.0.0"
+            self.version = DATASET_VERSION
 
     def frame_fields(self) -> dict:
         """The fields that decide the stored frames (the cache key's part of the config)."""

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 import cv2
 import numpy as np
+from awscrt import checksums
 
 from video_tfrecords import cache, manifest, video_io
 from video_tfrecords.config import VideoConfig
@@ -303,11 +304,14 @@ class _Segment:
     start: int
     frames: list[bytes] = dataclasses.field(default_factory=list)
     times: list[float] = dataclasses.field(default_factory=list)
+    crcs: list[int] = dataclasses.field(default_factory=list)
     size: int = 0
 
     def add(self, jpeg: bytes, time: float) -> None:
         self.frames.append(jpeg)
         self.times.append(time)
+        # Lets a reader check only the frames it decodes (the record's CRC covers all of them).
+        self.crcs.append(checksums.crc32c(jpeg))
         self.size += len(jpeg)
         if self.size > MAX_EXAMPLE_BYTES:
             raise video_io.VideoError(
@@ -320,6 +324,7 @@ class _Segment:
         """The segment's own fields; the video's shared fields are added when it is read."""
         return {
             "video": self.frames,
+            "frame_crc32c": np.asarray(self.crcs, np.uint32),
             "timestamps": np.asarray(self.times, np.float32),
             "start_frame": self.start,
         }

@@ -4,11 +4,18 @@ TFDS's own readers (`tfds.data_source`, `builder_from_directory`) build the
 features' decoders, and the Video feature needs TensorFlow. This module reads
 what TFDS wrote directly instead: `dataset_info.json` and `features.json` for
 the splits, shards and features; TFRecord shards through an offset index into
-a read-only memory map, each record's CRC32C checked on its first read in the
-process (tf.data checks on every read); array_record shards through their own
-reader (it checks its own hashes on every read); and `tf.train.Example` with a
-small wire-format parser that hands out the frames as views into the record
-(no copy of the JPEG bytes).
+a read-only memory map; array_record shards through their own reader (it
+checks its own hashes on every read); and `tf.train.Example` with a small
+wire-format parser that hands out the frames as views into the record (no
+copy of the JPEG bytes).
+
+Checksums: a TFRecord record's CRC32C covers the whole record, so checking it
+reads every byte (0.7 ms for a 6.6 MB record, most of it memory bandwidth),
+while a clip decodes a few percent of them. Datasets that store each frame's
+CRC32C (`frame_crc32c`, builder version 2.1.0 on) are checked frame by frame
+instead: `CheckedFrames` checks each frame as the clip reads it. Older ones
+get each record's CRC32C checked on its first read in the process (tf.data
+checks on every read).
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from awscrt import checksums
 
 __all__ = [
     "DATASET_NAME",
+    "FRAME_CHECKSUMS",
+    "CheckedFrames",
     "CorruptRecordError",
     "Feature",
     "SplitReader",
@@ -38,6 +47,7 @@ __all__ = [
 ]
 
 DATASET_NAME = "video_tfrecords"
+FRAME_CHECKSUMS = "frame_crc32c"  # the feature holding each frame's CRC32C
 FILE_FORMATS = ("tfrecord", "array_record")
 # The two reads TFDS offers, as array_record options: none of the read-ahead a
 # sequential scan wants, which only wastes I/O on random access.
@@ -226,29 +236,64 @@ def index_range(length: int, shard_index: int, num_shards: int) -> range:
 # ---------------------------------------------------------------------------
 
 
-def _masked_crc(data) -> int:
-    """TFRecord's masked CRC32C of a bytes-like object.
+def crc32c(data) -> int:
+    """CRC32C (Castagnoli) of a bytes-like object, as an int in [0, 2**32).
 
-    awscrt's CRC32C folds with carry-less multiplies (AVX-512 where the CPU has
-    it): about 27 GB/s here, 4.8x google-crc32c's, and the check is the largest
-    cost of a short clip's first read after the JPEG decode.
+    awscrt's folds with carry-less multiplies (AVX-512 where the CPU has it):
+    about 27 GB/s here, 4.8x google-crc32c's.
     """
+    return checksums.crc32c(data)
+
+
+def _masked_crc(data) -> int:
+    """TFRecord's masked CRC32C of a bytes-like object."""
     crc = checksums.crc32c(data)
     return (((crc >> 15) | (crc << 17)) + _CRC_MASK_DELTA) & 0xFFFFFFFF
+
+
+class CheckedFrames:
+    """A video's frames whose CRC32C is checked as each one is read (the clip's, no others).
+
+    A sequence like the list of frames it wraps; `frames[i]` raises
+    CorruptRecordError naming the frame and `where()` if its bytes do not match
+    `expected[i]` (the record's `frame_crc32c`).
+    """
+
+    def __init__(self, frames, expected, where):
+        if len(expected) != len(frames):
+            raise CorruptRecordError(
+                f"{where()} has {len(frames)} frames but {len(expected)} frame checksums."
+            )
+        self._frames = frames
+        self._expected = expected
+        self._where = where
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def __getitem__(self, index: int):
+        frame = self._frames[index]
+        if checksums.crc32c(frame) != self._expected[index]:
+            raise CorruptRecordError(
+                f"Frame {index} of {self._where()} is corrupt (CRC32C mismatch)."
+            )
+        return frame
 
 
 class _TfRecordShard:
     """Random access to one TFRecord file: an index of record offsets into a read-only map.
 
     The file is memory-mapped, so a record is a view into the page cache (no
-    copy) and a read touches only the pages it uses. Each record's CRC32C is
-    checked on its first read in the process (a forked child keeps its parent's
-    checks); later reads of it check its length field only, as the file is
-    assumed unchanged while it is open (as the offset index already assumes).
+    copy) and a read touches only the pages it uses. With `check_data`, each
+    record's CRC32C is checked on its first read in the process (a forked child
+    keeps its parent's checks); later reads of it check its length field only,
+    as the file is assumed unchanged while it is open (as the offset index
+    already assumes). Without it, the reader checks the frames it uses itself.
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, check_data: bool = True):
         self.path = path
+        self.check_data = check_data
         self.offsets: np.ndarray | None = None  # byte offset of each record's header
         self.sizes: np.ndarray | None = None  # length of each record's data
         self._map: mmap.mmap | None = None
@@ -256,10 +301,15 @@ class _TfRecordShard:
         self._checked: bytearray | None = None  # 1 = record's CRC32C checked in this process
 
     def __getstate__(self):
-        return {"path": self.path, "offsets": self.offsets, "sizes": self.sizes}
+        return {
+            "path": self.path,
+            "check_data": self.check_data,
+            "offsets": self.offsets,
+            "sizes": self.sizes,
+        }
 
     def __setstate__(self, state):
-        self.__init__(state["path"])
+        self.__init__(state["path"], state["check_data"])
         self.offsets, self.sizes = state["offsets"], state["sizes"]
 
     def _file(self) -> memoryview:
@@ -315,7 +365,8 @@ class _TfRecordShard:
         return np.array(offsets, np.int64), np.array(sizes, np.int64)
 
     def read(self, index: int) -> memoryview:
-        """The data of record `index`, a view into the map; its CRC32C checked on first read."""
+        """The data of record `index`, a view into the map (its CRC32C checked on first read,
+        with `check_data`)."""
         self.build_index()
         view = self._file()
         start, size = int(self.offsets[index]), int(self.sizes[index])
@@ -327,7 +378,7 @@ class _TfRecordShard:
                 f"{self.path}: record {index} (byte {start}) changed since the file was indexed."
             )
         data = view[data_start : data_start + size]
-        if not self._checked[index]:
+        if self.check_data and not self._checked[index]:
             (crc,) = struct.unpack_from("<I", view, data_start + size)
             if _masked_crc(data) != crc:
                 raise CorruptRecordError(
@@ -393,16 +444,20 @@ class SplitReader:
     """Records of one split by global index (TFDS's order: shard by shard), opened lazily.
 
     Pickles without its open files (each process opens its own); the TFRecord
-    offset index, once built, travels with it.
+    offset index, once built, travels with it. `check_records=False` leaves a
+    TFRecord record's data CRC32C unchecked: for a caller that checks what it
+    uses (`CheckedFrames`); headers and lengths are still checked.
     """
 
-    def __init__(self, shards: Shards):
+    def __init__(self, shards: Shards, check_records: bool = True):
         self.shards = shards
-        shard_type = _ArrayRecordShard if shards.file_format == "array_record" else _TfRecordShard
         for path in shards.paths:
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"Shard {path} of split {shards.split!r} is missing.")
-        self._files = [shard_type(path) for path in shards.paths]
+        if shards.file_format == "array_record":
+            self._files = [_ArrayRecordShard(path) for path in shards.paths]
+        else:
+            self._files = [_TfRecordShard(path, check_records) for path in shards.paths]
         self._checked = [False] * len(self._files)
         self._starts = np.concatenate([[0], np.cumsum(shards.lengths, dtype=np.int64)]).tolist()
 

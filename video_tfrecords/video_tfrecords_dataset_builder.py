@@ -49,11 +49,13 @@ def _scalar(dtype, doc: str) -> tfds.features.Scalar:
 class Builder(tfds.core.GeneratorBasedBuilder):
     """Stores each video of your manifests as a sequence of JPEG frames."""
 
-    VERSION = tfds.core.Version("2.0.0")
+    VERSION = tfds.core.Version(config_lib.DATASET_VERSION)
     RELEASE_NOTES = {
         "1.0.0": "Initial release.",
         "2.0.0": "Decoded with FFmpeg (PyAV): display aspect, per-frame timestamps, colour "
         "matrices, damaged packets concealed; segments of 1000 frames by default.",
+        "2.1.0": "frame_crc32c: each frame's CRC32C, so that a reader checks only the frames "
+        "it decodes.",
     }
     BUILDER_CONFIGS = [config_lib.DEFAULT, config_lib.NATIVE]
     MANUAL_DOWNLOAD_INSTRUCTIONS = MANUAL_INSTRUCTIONS
@@ -67,6 +69,11 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                     "video": tfds.features.Video(frame_shape, encoding_format="jpeg"),
                     "label": tfds.features.ClassLabel(),
                     "filename": tfds.features.Text(),
+                    "frame_crc32c": tfds.features.Tensor(
+                        shape=(None,),
+                        dtype=np.uint32,
+                        doc="CRC32C of each JPEG frame: a reader checks the frames it decodes.",
+                    ),
                     "timestamps": tfds.features.Tensor(
                         shape=(None,),
                         dtype=np.float32,
