@@ -9,6 +9,8 @@ import os
 import pickle
 import shutil
 import struct
+import subprocess
+import sys
 
 import google_crc32c
 import numpy as np
@@ -227,9 +229,10 @@ def test_pickled_source_gives_the_same_clips(tfrecord):
         np.testing.assert_array_equal(a["video"], b["video"])
 
 
-def test_torch_dataloader_with_workers(array_record):
+def test_torch_dataloader_with_workers(tfrecord):
     torch = pytest.importorskip("torch")
-    source = source_of(array_record, seed=SEED, crop_size=(32, 32))
+    source = source_of(tfrecord, seed=SEED, crop_size=(32, 32))
+    source[0]  # the main process reads too: TFRecord workers may still be forked
     loader = torch.utils.data.DataLoader(source, batch_size=2, num_workers=2)
     batches = list(loader)
     assert [tuple(b["video"].shape) for b in batches] == [(2, 4, 32, 32, 3)] * 3
@@ -239,6 +242,40 @@ def test_torch_dataloader_with_workers(array_record):
         expected = source[i]
         assert name == expected["filename"]
         np.testing.assert_array_equal(video, expected["video"])
+
+
+ARRAY_RECORD_WORKERS = """
+import sys, numpy as np, torch
+from video_tfrecords import ClipSource
+
+def clips(source, **loader_args):
+    loader = torch.utils.data.DataLoader(source, batch_size=2, num_workers=2, **loader_args)
+    return np.concatenate([b["video"].numpy() for b in loader])
+
+source = ClipSource("train", data_dir=sys.argv[1], config=sys.argv[2], num_frames=4, seed=7)
+forked = clips(source.index_all())  # the main process has opened no array_record file
+expected = np.stack([source[i]["video"] for i in range(len(source))])
+np.testing.assert_array_equal(forked, expected)
+np.testing.assert_array_equal(clips(source, multiprocessing_context="forkserver"), expected)
+try:
+    clips(source)  # forked after the main process read: refused, not a segfault
+except RuntimeError as e:
+    print(e)
+"""
+
+
+def test_array_record_in_dataloader_workers(array_record):
+    # In a fresh process: the fixture's own array_record writing would count as a read.
+    result = subprocess.run(
+        [sys.executable, "-c", ARRAY_RECORD_WORKERS, str(array_record.data_dir_root), CONFIG],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "was forked from process" in result.stdout
+    assert "multiprocessing_context='forkserver'" in result.stdout
 
 
 def test_grain_map_dataset(tfrecord):
@@ -471,9 +508,7 @@ def test_a_dataset_without_frame_checksums_gets_each_record_checked(tmp_path):
     name = source[0]["filename"]
     worker_copy = pickle.dumps(source)
     shard = source.reader.shards.paths[0]
-    with open(shard, "rb") as f:
-        (length,) = struct.unpack("<Q", f.read(8))
-    flip_a_byte(shard, 12 + length - 3)  # near the end: outside the clip's frames
+    flip_a_byte(shard, frame_offset(shard, 0))  # a frame the center clip does not read
     with pytest.raises(records.CorruptRecordError, match="CRC32C") as error:
         pickle.loads(worker_copy)[0]
     assert shard in str(error.value) and name in str(error.value)

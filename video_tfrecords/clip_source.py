@@ -39,6 +39,9 @@ class ClipSource:
         shard_index, num_shards: read only the `shard_index`-th of `num_shards`
             contiguous, disjoint parts of the split (one per host or worker);
             `len` and indices are those of the part.
+        check_records: also check each TFRecord record's CRC32C (every byte,
+            labels and other fields too) on its first read in the process. On
+            by itself for datasets built without `frame_crc32c`.
 
     What is checked when: a TFRecord shard's record headers (CRC32C) when it is
     indexed (once; the index travels with pickled copies); on every read, the
@@ -67,6 +70,7 @@ class ClipSource:
         seed: int | None = None,
         shard_index: int = 0,
         num_shards: int = 1,
+        check_records: bool = False,
         **clip_args,
     ):
         self.spec = ClipSpec(
@@ -94,7 +98,7 @@ class ClipSource:
         self._frame_checks = records.FRAME_CHECKSUMS in self.features
         self.reader = records.SplitReader(
             records.split_shards(self.dataset_dir, split, info),
-            check_records=not self._frame_checks,
+            check_records=bool(check_records) or not self._frame_checks,
         )
         self._range = records.index_range(len(self.reader), shard_index, num_shards)
         self._scalars = {

@@ -392,6 +392,14 @@ class _TfRecordShard:
         return [self.read(i) for i in indices]
 
 
+# array_record's reader (riegeli) keeps process-wide state that a background thread
+# serves; a process forked after a reader was opened (up to about a minute after its
+# last use) has the state but not the thread, and its first array_record read crashes
+# it (a segfault). The pid of the process that opened one, so that a forked child
+# refuses with a clear error instead.
+_ARRAY_RECORD_OPENED_IN: int | None = None
+
+
 class _ArrayRecordShard:
     """Random access to one array_record file through array_record's reader (it checks hashes)."""
 
@@ -417,10 +425,23 @@ class _ArrayRecordShard:
     def _new_reader(self):
         from array_record.python import array_record_module
 
+        global _ARRAY_RECORD_OPENED_IN
+        parent = _ARRAY_RECORD_OPENED_IN
+        if parent is not None and parent != os.getpid():
+            raise RuntimeError(
+                f"Cannot read {self.path}: this process was forked from process {parent} after "
+                "that one had read array_record files, and array_record's reader can crash "
+                "such a child (a segfault: its background thread is not forked). Start the "
+                "workers with spawn or forkserver (PyTorch: DataLoader(..., "
+                "multiprocessing_context='forkserver')), or read nothing in the main process "
+                "before they start."
+            )
         try:
-            return array_record_module.ArrayRecordReader(self.path, _ARRAY_RECORD_OPTIONS)
+            reader = array_record_module.ArrayRecordReader(self.path, _ARRAY_RECORD_OPTIONS)
         except (RuntimeError, ValueError, OSError) as e:
             raise CorruptRecordError(f"{self.path}: cannot open as array_record: {e}") from e
+        _ARRAY_RECORD_OPENED_IN = os.getpid()
+        return reader
 
     def close(self) -> None:
         if self._reader is not None and self._pid == os.getpid():
@@ -431,8 +452,9 @@ class _ArrayRecordShard:
         return self._open().num_records()
 
     def read_many(self, indices: list[int]) -> list[bytes]:
+        reader = self._open()
         try:
-            return self._open().read(list(indices))
+            return reader.read(list(indices))
         except (RuntimeError, ValueError, OSError) as e:
             raise CorruptRecordError(f"{self.path}: records {indices} do not read: {e}") from e
 
@@ -506,7 +528,13 @@ class SplitReader:
         return out
 
     def index_all(self) -> None:
-        """Indexes every shard now (e.g. before pickling to workers, so they need not)."""
+        """Indexes every TFRecord shard now (e.g. before pickling to workers, so they need not).
+
+        array_record shards have no index to build, and are not opened: a process
+        that has opened one cannot fork workers that read them.
+        """
+        if self.shards.file_format == "array_record":
+            return
         for shard in range(len(self._files)):
             self._shard(shard)
 
