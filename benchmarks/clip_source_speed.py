@@ -18,12 +18,14 @@ with one seed, so that they decode exactly the same frames:
   the clip reads is checked on every read;
 - ClipSource on the TFRecord build, first reads: every round reads through a
   fresh copy of the source (unpickled untimed, as a worker gets it), so every
-  read touches its record's pages afresh (the first one maps the file) and
-  hashes the video's fingerprint frames;
-- the same with `check_records=True`: every first read also checks the whole
-  record's CRC32C (what datasets built before `frame_crc32c` get);
+  read touches its record's pages afresh (the first one maps the file),
+  hashes the video's fingerprint frames and checks the record's CRC32C from
+  its bytes outside the frames and the frames' stored checksums;
+- the same with `check_records=True`: every first read checks the record's
+  CRC32C over all its bytes instead (what datasets built before
+  `frame_crc32c` get);
 - ClipSource on the array_record build (array_record's reader checks its
-  hashes and copies the record on every read);
+  hashes, decompresses and copies the record on every read);
 - TF path: `tfds.load` + `ClipDecoder` (tf.data, TensorFlow's JPEG decoder;
   tf.data checks every record's CRC32C on every read);
 - records only: ClipSource's reading and parsing of a record, without
@@ -289,7 +291,7 @@ def main():
             "ClipSource, array_record": Source(sources["array_record"]),
             TF_PATH: TfPath(builders["tfrecord"], spec, SEED),
             "records only, TFRecord re-reads: parse": Source(sources["tfrecord"], sample=False),
-            "records only, TFRecord first reads: map + parse": Source(
+            "records only, TFRecord first reads: map + parse (no checks)": Source(
                 sources["tfrecord"], True, sample=False
             ),
             "records only, TFRecord first reads: map + record CRC32C + parse": Source(

@@ -122,6 +122,11 @@ def test_a_packed_varint_running_past_its_list_is_refused():
     damaged = example(bytes([0xAC, 0x02, 0x85]))  # the last varint claims a byte past its list
     with pytest.raises(ValueError, match="not a well-formed"):
         records.parse_example(damaged)
+    long = bytes([0xAC, 0x02] * 30)  # 30 values: decoded with array operations
+    assert records.parse_example(example(long))["n"].tolist() == [300] * 30
+    for bad in (long[:-1], long[:-1] + bytes([0x82]), long + bytes([0xFF] * 10 + [0x01])):
+        with pytest.raises(ValueError, match="not a well-formed"):
+            records.parse_example(example(bad))
 
 
 def test_order_and_scalar_features_match_tfds(tfrecord):
@@ -248,23 +253,26 @@ ARRAY_RECORD_WORKERS = """
 import sys, numpy as np, torch
 from video_tfrecords import ClipSource
 
-def clips(source, **loader_args):
-    loader = torch.utils.data.DataLoader(source, batch_size=2, num_workers=2, **loader_args)
+def clips(source, context):
+    loader = torch.utils.data.DataLoader(
+        source, batch_size=2, num_workers=2, multiprocessing_context=context
+    )
     return np.concatenate([b["video"].numpy() for b in loader])
 
 source = ClipSource("train", data_dir=sys.argv[1], config=sys.argv[2], num_frames=4, seed=7)
-forked = clips(source.index_all())  # the main process has opened no array_record file
+forked = clips(source.index_all(), "fork")  # the main process has opened no array_record file
 expected = np.stack([source[i]["video"] for i in range(len(source))])
 np.testing.assert_array_equal(forked, expected)
-np.testing.assert_array_equal(clips(source, multiprocessing_context="forkserver"), expected)
+np.testing.assert_array_equal(clips(source, "forkserver"), expected)
 try:
-    clips(source)  # forked after the main process read: refused, not a segfault
+    clips(source, "fork")  # forked after the main process read: refused, not a segfault
 except RuntimeError as e:
     print(e)
 """
 
 
 def test_array_record_in_dataloader_workers(array_record):
+    pytest.importorskip("torch")
     # In a fresh process: the fixture's own array_record writing would count as a read.
     result = subprocess.run(
         [sys.executable, "-c", ARRAY_RECORD_WORKERS, str(array_record.data_dir_root), CONFIG],
@@ -364,6 +372,7 @@ def test_a_corrupt_frame_is_caught_when_a_clip_reads_it(tfrecord, tmp_path):
     # Each frame's CRC32C is checked when a clip reads it; frames no clip reads are not.
     folder = copy_dataset(tfrecord, tmp_path)
     count = len(records.parse_example(source_of(tfrecord).reader.read(0))["video"])
+    assert count >= 5  # so that the middle frames of a 2-frame center clip are not frame 0
     source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=count)
     name = source[0]["filename"]  # every frame of the first record, read before the damage
     shard = str(folder / os.path.basename(source.reader.shards.paths[0]))
@@ -390,6 +399,69 @@ def test_a_pickled_copy_checks_frames_too(tfrecord, tmp_path):
     with pytest.raises(records.CorruptRecordError, match=f"Frame {middle} .*CRC32C") as error:
         pickle.loads(worker_copy)[0]
     assert shard in str(error.value) and name in str(error.value)
+
+
+def first_record(shard) -> bytes:
+    with open(shard, "rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        f.seek(12)
+        return f.read(length)
+
+
+def test_damage_outside_the_frames_is_caught_on_a_first_read(tfrecord, tmp_path):
+    # The label, filename, metadata and the frame checksums themselves are covered by the
+    # record's CRC32C, checked on a record's first read in a process without reading frames.
+    for damage in ("filename", "checksum"):
+        folder = copy_dataset(tfrecord, tmp_path / damage)
+        source = ClipSource("train", data_dir=tmp_path / damage, config=CONFIG, num_frames=2)
+        shard = str(folder / os.path.basename(source.reader.shards.paths[0]))
+        data = first_record(shard)
+        feature = tf_example_pb2.Example.FromString(data).features.feature
+        name = feature["filename"].bytes_list.value[0]
+        if damage == "filename":
+            target = data.index(name) + 1
+        else:  # the low bit of the first byte of the first frame's stored checksum
+            first = feature[records.FRAME_CHECKSUMS].int64_list.value[0]
+            varint = bytes(
+                [
+                    (first >> 7 * i & 0x7F) | (0x80 if first >> 7 * (i + 1) else 0)
+                    for i in range(5)
+                    if i == 0 or first >> 7 * i
+                ]
+            )
+            target = data.index(varint)
+        worker_copy = pickle.dumps(source.index_all())
+        flip_a_byte(shard, 12 + target, 0x01)
+        for reader in (source, pickle.loads(worker_copy)):
+            with pytest.raises(records.CorruptRecordError, match="outside its frames") as error:
+                reader[0]
+            assert shard in str(error.value)
+
+
+def test_check_records_checks_every_byte_on_a_first_read(tfrecord, tmp_path):
+    folder = copy_dataset(tfrecord, tmp_path)
+    center = {"data_dir": tmp_path, "config": CONFIG, "num_frames": 2, "mode": "center"}
+    shard = str(folder / os.path.basename(ClipSource("train", **center).reader.shards.paths[0]))
+    assert len(records.parse_example(first_record(shard))["video"]) >= 5
+    flip_a_byte(shard, frame_offset(shard, 0))  # a frame the center clip does not read
+    assert ClipSource("train", **center)[0]["video"].shape == (2, 48, 64, 3)
+    with pytest.raises(records.CorruptRecordError, match="is corrupt .CRC32C mismatch"):
+        ClipSource("train", check_records=True, **center)[0]
+
+
+def test_frame_and_checksum_counts_must_match(tfrecord, tmp_path):
+    folder = copy_dataset(tfrecord, tmp_path)
+    source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
+    shard = str(folder / os.path.basename(source.reader.shards.paths[0]))
+    raw = first_record(shard)
+    example = tf_example_pb2.Example.FromString(raw)
+    del example.features.feature[records.FRAME_CHECKSUMS].int64_list.value[-1]
+    with open(shard, "rb") as f:
+        rest = f.read()[12 + len(raw) + 4 :]
+    with open(shard, "wb") as f:
+        f.write(frame_record(example) + rest)
+    with pytest.raises(records.CorruptRecordError, match="frames but .* frame checksums"):
+        ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)[0]
 
 
 def frame_record(example: tf_example_pb2.Example) -> bytes:

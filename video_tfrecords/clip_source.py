@@ -39,18 +39,20 @@ class ClipSource:
         shard_index, num_shards: read only the `shard_index`-th of `num_shards`
             contiguous, disjoint parts of the split (one per host or worker);
             `len` and indices are those of the part.
-        check_records: also check each TFRecord record's CRC32C (every byte,
-            labels and other fields too) on its first read in the process. On
-            by itself for datasets built without `frame_crc32c`.
+        check_records: check each TFRecord record's CRC32C over all its bytes on
+            its first read in the process, instead of frame by frame (below).
+            What datasets built without `frame_crc32c` get.
 
-    What is checked when: a TFRecord shard's record headers (CRC32C) when it is
-    indexed (once; the index travels with pickled copies); on every read, the
-    CRC32C of each frame the clip reads (datasets built with `frame_crc32c`,
-    version 2.1.0 on) and the record's structure; for older TFRecord datasets,
-    each record's data CRC32C on its first read in the process instead (a
-    pickled copy, e.g. a worker's, checks again; a forked one keeps its
-    parent's checks); array_record's own hashes on every read; the JPEG
-    structure of every decoded frame on every read. TFRecord shards are
+    What is checked when, TFRecord: a shard's record headers (CRC32C) when it
+    is indexed (once; the index travels with pickled copies). Datasets with
+    `frame_crc32c` (version 2.1.0 on): on every read, the CRC32C of each frame
+    the clip reads; on a record's first read in the process, the record's own
+    CRC32C, from its bytes outside the frames (label, metadata, the frame
+    checksums) and the frames' stored checksums, without reading the frames.
+    Older datasets: each record's CRC32C over all its bytes on its first read
+    in the process. A pickled copy (a worker's) checks again; a forked one
+    keeps its parent's checks. array_record: its own hashes on every read. The
+    JPEG structure of every decoded frame on every read. TFRecord shards are
     memory-mapped: they must not be rewritten while a source has them open.
     """
 
@@ -94,12 +96,15 @@ class ClipSource:
                 "not a video_tfrecords dataset."
             )
         self.split = split
-        # With each frame's checksum stored, a read checks the frames it decodes, not the record.
-        self._frame_checks = records.FRAME_CHECKSUMS in self.features
-        self.reader = records.SplitReader(
-            records.split_shards(self.dataset_dir, split, info),
-            check_records=bool(check_records) or not self._frame_checks,
+        shards = records.split_shards(self.dataset_dir, split, info)
+        # With each frame's checksum stored, a read checks the frames it decodes, and a first
+        # read the rest of the record, not the whole record (array_record checks its own).
+        self._frame_checks = (
+            records.FRAME_CHECKSUMS in self.features
+            and shards.file_format == "tfrecord"
+            and not check_records
         )
+        self.reader = records.SplitReader(shards, check_records=not self._frame_checks)
         self._range = records.index_range(len(self.reader), shard_index, num_shards)
         self._scalars = {
             name: feature
@@ -194,9 +199,11 @@ class ClipSource:
         frames = parsed["video"]
         if self._frame_checks:
             video_where = lambda: f"video `{filename}` ({where()})"
-            frames = records.CheckedFrames(
-                frames, parsed.get(records.FRAME_CHECKSUMS, ()), video_where
-            )
+            checksums = parsed.get(records.FRAME_CHECKSUMS, ())
+            if not isinstance(frames, records.ByteValues):
+                raise records.CorruptRecordError(f"{video_where()}: its frames are not bytes.")
+            frames = records.CheckedFrames(frames, checksums, video_where)
+            self.reader.check_outside_frames(record_index, record, parsed["video"], checksums)
         seed = self.seed
         fingerprint = None if seed is None else self._fingerprint(record_index, frames)
         try:
@@ -225,7 +232,11 @@ class ClipSource:
         return fingerprint
 
     def index_all(self) -> ClipSource:
-        """Indexes every shard now, so that pickled copies (workers) need not. Returns self."""
+        """Indexes every TFRecord shard now, so that pickled copies (workers) need not.
+
+        array_record shards have no index and are not opened (record counts are
+        checked where they are first read). Returns self.
+        """
         self.reader.index_all()
         return self
 

@@ -12,15 +12,20 @@ copy of the JPEG bytes).
 Checksums: a TFRecord record's CRC32C covers the whole record, so checking it
 reads every byte (0.7 ms for a 6.6 MB record, most of it memory bandwidth),
 while a clip decodes a few percent of them. Datasets that store each frame's
-CRC32C (`frame_crc32c`, builder version 2.1.0 on) are checked frame by frame
-instead: `CheckedFrames` checks each frame as the clip reads it. Older ones
-get each record's CRC32C checked on its first read in the process (tf.data
-checks on every read).
+CRC32C (`frame_crc32c`, builder version 2.1.0 on) are checked in two parts
+instead: `CheckedFrames` checks each frame as a clip reads it, and on a
+record's first read in the process `SplitReader.check_outside_frames` checks
+the record's own CRC32C from its bytes outside the frames and the frames'
+stored checksums (CRCs of concatenated blocks combine), so the labels,
+metadata and the checksums themselves are covered without reading the
+frames. Older datasets get each record's CRC32C checked on its first read in
+the process (tf.data checks on every read).
 """
 
 from __future__ import annotations
 
 import bisect
+import collections.abc
 import dataclasses
 import json
 import mmap
@@ -35,6 +40,7 @@ from awscrt import checksums
 __all__ = [
     "DATASET_NAME",
     "FRAME_CHECKSUMS",
+    "ByteValues",
     "CheckedFrames",
     "CorruptRecordError",
     "Feature",
@@ -236,19 +242,54 @@ def index_range(length: int, shard_index: int, num_shards: int) -> range:
 # ---------------------------------------------------------------------------
 
 
-def crc32c(data) -> int:
-    """CRC32C (Castagnoli) of a bytes-like object, as an int in [0, 2**32).
-
-    awscrt's folds with carry-less multiplies (AVX-512 where the CPU has it):
-    about 27 GB/s here, 4.8x google-crc32c's.
-    """
-    return checksums.crc32c(data)
+def _mask(crc: int) -> int:
+    """TFRecord's masking of a CRC32C."""
+    return (((crc >> 15) | (crc << 17)) + _CRC_MASK_DELTA) & 0xFFFFFFFF
 
 
 def _masked_crc(data) -> int:
-    """TFRecord's masked CRC32C of a bytes-like object."""
-    crc = checksums.crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + _CRC_MASK_DELTA) & 0xFFFFFFFF
+    """TFRecord's masked CRC32C of a bytes-like object.
+
+    awscrt's CRC32C folds with carry-less multiplies (AVX-512 where the CPU has
+    it): about 27 GB/s here, 4.8x google-crc32c's.
+    """
+    return _mask(checksums.crc32c(data))
+
+
+def crc32c_outside_frames(record, frames: ByteValues, frame_crcs) -> int:
+    """The CRC32C of `record`, taking each frame's from `frame_crcs` instead of its bytes.
+
+    Reads only the bytes between the frames (their headers, the other features)
+    and folds in each frame's checksum: the CRC of two concatenated blocks is
+    a function of theirs. `frames` must be values parsed from `record`.
+    """
+    crc32c, combine = checksums.crc32c, checksums.combine_crc32c
+    crc, pos = 0, 0
+    for start, stop, frame_crc in zip(frames.starts, frames.stops, frame_crcs):
+        crc = combine(crc32c(record[pos:start], crc), frame_crc, stop - start)
+        pos = stop
+    return crc32c(record[pos:], crc)
+
+
+class ByteValues(collections.abc.Sequence):
+    """The values of a BytesList: where each lies in the record, viewed when accessed.
+
+    A sequence of memoryviews into the record (no copy); a clip reads a few of
+    a video's frames, so only those get a view.
+    """
+
+    __slots__ = ("record", "starts", "stops")
+
+    def __init__(self, record: memoryview, starts: list[int], stops: list[int]):
+        self.record, self.starts, self.stops = record, starts, stops
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return self.record[self.starts[index] : self.stops[index]]
 
 
 class CheckedFrames:
@@ -309,7 +350,7 @@ class _TfRecordShard:
         }
 
     def __setstate__(self, state):
-        self.__init__(state["path"], state["check_data"])
+        self.__init__(state["path"], state.get("check_data", True))
         self.offsets, self.sizes = state["offsets"], state["sizes"]
 
     def _file(self) -> memoryview:
@@ -387,6 +428,24 @@ class _TfRecordShard:
                 )
             self._checked[index] = 1
         return data
+
+    def check_outside_frames(self, index: int, data, frames: ByteValues, frame_crcs) -> None:
+        """Checks record `index`'s CRC32C from its bytes outside `frames` and their stored
+        checksums, on its first read in the process (nothing to do once checked)."""
+        if self._checked[index]:
+            return
+        start = int(self.offsets[index])
+        (stored,) = struct.unpack_from("<I", self._file(), start + _TFRECORD_HEADER + data.nbytes)
+        try:
+            crc = crc32c_outside_frames(data, frames, np.asarray(frame_crcs).tolist())
+        except (OverflowError, ValueError, TypeError):  # a stored checksum out of range
+            crc = None
+        if crc is None or _mask(crc) != stored:
+            raise CorruptRecordError(
+                f"{self.path}: record {index} (byte {start}){_video_hint(data)} is corrupt "
+                "outside its frames (CRC32C mismatch)."
+            )
+        self._checked[index] = 1
 
     def read_many(self, indices: list[int]) -> list[memoryview]:
         return [self.read(i) for i in indices]
@@ -514,6 +573,21 @@ class SplitReader:
         shard, local = self.locate(index)
         return self._shard(shard).read(local)
 
+    def check_outside_frames(self, index: int, data, frames: ByteValues, frame_crcs) -> None:
+        """For a reader without `check_records`: checks a TFRecord record's CRC32C on its
+        first read from the bytes outside its frames and the frames' stored checksums
+        (`frames` and `frame_crcs` parsed from `data`, the record). array_record checks
+        its own hashes on every read."""
+        shard, local = self.locate(index)
+        file = self._shard(shard)
+        if isinstance(file, _TfRecordShard):
+            if len(frame_crcs) != len(frames):
+                raise CorruptRecordError(
+                    f"{self.where(index)} has {len(frames)} frames but {len(frame_crcs)} "
+                    "frame checksums."
+                )
+            file.check_outside_frames(local, data, frames, frame_crcs)
+
     def read_many(self, indices) -> list:
         """Records at `indices`, in that order (one batched call per shard for array_record)."""
         by_shard: dict[int, list[tuple[int, int]]] = {}
@@ -588,10 +662,10 @@ def _fields(data, pos: int, end: int):
         raise ValueError("message runs past its end")
 
 
-def _bytes_values(data: memoryview, pos: int, end: int) -> list[memoryview]:
+def _bytes_values(data: memoryview, pos: int, end: int) -> ByteValues:
     """The values of a BytesList, as views into `data` (the hot loop: 1 item per frame)."""
-    values = []
-    append = values.append
+    starts, stops = [], []
+    add_start, add_stop = starts.append, stops.append
     while pos < end:
         if data[pos] != 0x0A:  # field 1, length-delimited: the only field of a BytesList
             raise ValueError("unexpected field in a BytesList")
@@ -610,13 +684,42 @@ def _bytes_values(data: memoryview, pos: int, end: int) -> list[memoryview]:
         stop = pos + size
         if stop > end:
             raise ValueError("a bytes value runs past its list")
-        append(data[pos:stop])
+        add_start(pos)
+        add_stop(stop)
         pos = stop
-    return values
+    return ByteValues(data, starts, stops)
 
 
 def _to_int64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _packed_varints(run) -> np.ndarray:
+    """The int64 values of a run of packed varints, decoded with array operations.
+
+    A video's frame checksums are 250 5-byte varints: a Python loop over them
+    costs more than parsing the rest of the record.
+    """
+    if len(run) <= 16:  # a scalar or a few: a plain loop is faster
+        values, pos = [], 0
+        while pos < len(run):
+            number, pos = _varint(run, pos)
+            values.append(_to_int64(number))
+        if pos != len(run):
+            raise ValueError("a packed varint runs past its list")
+        return np.array(values, np.int64)
+    raw = np.frombuffer(run, np.uint8)
+    ends = np.flatnonzero(raw < 0x80)  # the last byte of each varint
+    if not ends.size or ends[-1] != raw.size - 1:
+        raise ValueError("a packed varint runs past its list")
+    starts = np.empty_like(ends)
+    starts[0], starts[1:] = 0, ends[:-1] + 1
+    if (ends - starts).max() >= 10:
+        raise ValueError("varint longer than 10 bytes")
+    # Each byte's 7 bits, shifted to their place in its varint, OR-ed varint by varint.
+    place = np.arange(raw.size) - np.repeat(starts, ends - starts + 1)
+    bits = (raw & 0x7F).astype(np.uint64) << (place * 7).astype(np.uint64)
+    return np.bitwise_or.reduceat(bits, starts).view(np.int64)
 
 
 def _number_values(data, pos: int, end: int, floats: bool) -> np.ndarray:
@@ -628,13 +731,7 @@ def _number_values(data, pos: int, end: int, floats: bool) -> np.ndarray:
         if wire == 2 and floats:
             values.append(np.frombuffer(data[value[0] : value[1]], "<f4"))
         elif wire == 2:
-            pos, stop, packed = value[0], value[1], []
-            while pos < stop:
-                number, pos = _varint(data, pos)
-                packed.append(_to_int64(number))
-            if pos != stop:
-                raise ValueError("a packed varint runs past its list")
-            values.append(np.array(packed, np.int64))
+            values.append(_packed_varints(data[value[0] : value[1]]))
         elif wire == 5 and floats:
             values.append(np.frombuffer(value, "<f4"))
         elif wire == 0 and not floats:
@@ -647,7 +744,7 @@ def _number_values(data, pos: int, end: int, floats: bool) -> np.ndarray:
 
 
 def _feature_values(data: memoryview, pos: int, end: int):
-    """A Feature's values: a list of byte views, or a float32 / int64 array."""
+    """A Feature's values: byte views (`ByteValues`), or a float32 / int64 array."""
     result = []
     for field, wire, value in _fields(data, pos, end):
         if wire != 2 or field not in (1, 2, 3):
@@ -660,9 +757,10 @@ def _feature_values(data: memoryview, pos: int, end: int):
 
 
 def parse_example(record) -> dict:
-    """Parses a serialized tf.train.Example: name -> list of bytes views, or a NumPy array.
+    """Parses a serialized tf.train.Example: name -> bytes views, or a NumPy array.
 
-    Bytes values are memoryviews into `record` (the frames are not copied);
+    Bytes values are a sequence of memoryviews into `record` (`ByteValues`: the
+    frames are not copied);
     floats come as float32 arrays, ints as int64 arrays. Raises ValueError if
     the bytes are not a well-formed Example.
     """
