@@ -286,6 +286,36 @@ def test_array_record_in_dataloader_workers(array_record):
     assert "multiprocessing_context='forkserver'" in result.stdout
 
 
+BUILD_THEN_FORK = """
+import sys, torch, tensorflow_datasets as tfds
+from video_tfrecords import ClipSource, VideoConfig
+
+config = VideoConfig(name="reader", num_workers=1)
+builder = tfds.builder(
+    "video_tfrecords", data_dir=sys.argv[2], config=config, file_format="array_record"
+)
+builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=sys.argv[1]))
+source = ClipSource("train", data_dir=sys.argv[2], config="reader", num_frames=4)
+try:  # TFDS's array_record writer ran in this process: forked readers are refused
+    list(torch.utils.data.DataLoader(source, num_workers=2, multiprocessing_context="fork"))
+except RuntimeError as e:
+    print(e)
+"""
+
+
+def test_workers_forked_after_an_array_record_build_are_refused(manual_dir, tmp_path):
+    pytest.importorskip("torch")
+    result = subprocess.run(
+        [sys.executable, "-c", BUILD_THEN_FORK, str(manual_dir), str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "read or written array_record files" in result.stdout
+
+
 def test_grain_map_dataset(tfrecord):
     grain = pytest.importorskip("grain")
     source = source_of(tfrecord, seed=SEED, crop_size=(32, 32))

@@ -451,12 +451,18 @@ class _TfRecordShard:
         return [self.read(i) for i in indices]
 
 
-# array_record's reader (riegeli) keeps process-wide state that a background thread
-# serves; a process forked after a reader was opened (up to about a minute after its
+# array_record (riegeli) keeps process-wide state that a background thread serves; a
+# process forked after array_record was read or written (up to about a minute after its
 # last use) has the state but not the thread, and its first array_record read crashes
-# it (a segfault). The pid of the process that opened one, so that a forked child
-# refuses with a clear error instead.
+# it (a segfault). The pid of the process that used it, so that a forked child refuses
+# with a clear error instead.
 _ARRAY_RECORD_OPENED_IN: int | None = None
+
+
+def note_array_record_use() -> None:
+    """Records that this process has read or written array_record files (see above)."""
+    global _ARRAY_RECORD_OPENED_IN
+    _ARRAY_RECORD_OPENED_IN = os.getpid()
 
 
 class _ArrayRecordShard:
@@ -484,14 +490,13 @@ class _ArrayRecordShard:
     def _new_reader(self):
         from array_record.python import array_record_module
 
-        global _ARRAY_RECORD_OPENED_IN
         parent = _ARRAY_RECORD_OPENED_IN
         if parent is not None and parent != os.getpid():
             raise RuntimeError(
                 f"Cannot read {self.path}: this process was forked from process {parent} after "
-                "that one had read array_record files, and array_record's reader can crash "
-                "such a child (a segfault: its background thread is not forked). Start the "
-                "workers with spawn or forkserver (PyTorch: DataLoader(..., "
+                "that one had read or written array_record files, and array_record's reader "
+                "can crash such a child (a segfault: its background thread is not forked). "
+                "Start the workers with spawn or forkserver (PyTorch: DataLoader(..., "
                 "multiprocessing_context='forkserver')), or read nothing in the main process "
                 "before they start."
             )
@@ -499,7 +504,7 @@ class _ArrayRecordShard:
             reader = array_record_module.ArrayRecordReader(self.path, _ARRAY_RECORD_OPTIONS)
         except (RuntimeError, ValueError, OSError) as e:
             raise CorruptRecordError(f"{self.path}: cannot open as array_record: {e}") from e
-        _ARRAY_RECORD_OPENED_IN = os.getpid()
+        note_array_record_use()
         return reader
 
     def close(self) -> None:

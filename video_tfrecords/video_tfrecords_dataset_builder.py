@@ -10,7 +10,7 @@ import tensorflow_datasets as tfds
 from etils import epath
 
 from video_tfrecords import config as config_lib
-from video_tfrecords import examples, manifest, parallel
+from video_tfrecords import examples, manifest, parallel, records
 from video_tfrecords.examples import VideoBuildError
 
 __all__ = ["Builder", "VideoBuildError"]
@@ -108,6 +108,11 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         self._use_beam = bool(config.beam_runner or config.beam_options)
         self._cache_dir = None
         super().download_and_prepare(download_dir=download_dir, download_config=config, **kwargs)
+        if (
+            self._cache_dir is not None
+            and self.info.file_format == tfds.core.FileFormat.ARRAY_RECORD
+        ):
+            records.note_array_record_use()  # TFDS's writer ran here: workers forked now would crash
         if self._use_beam:
             self._collect_beam_records()
         if self._cache_dir is not None and not self.builder_config.keep_cache:
