@@ -271,19 +271,25 @@ except RuntimeError as e:
 """
 
 
-def test_array_record_in_dataloader_workers(array_record):
-    pytest.importorskip("torch")
-    # In a fresh process: the fixture's own array_record writing would count as a read.
+def run_fresh(script: str, *args) -> str:
+    """Runs a Python script in a fresh process (no array_record used yet); its stdout."""
     result = subprocess.run(
-        [sys.executable, "-c", ARRAY_RECORD_WORKERS, str(array_record.data_dir_root), CONFIG],
+        [sys.executable, "-c", script, *map(str, args)],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "was forked from process" in result.stdout
-    assert "multiprocessing_context='forkserver'" in result.stdout
+    return result.stdout
+
+
+def test_array_record_in_dataloader_workers(array_record):
+    pytest.importorskip("torch")
+    # In a fresh process: the fixture's own array_record writing would count as a read.
+    out = run_fresh(ARRAY_RECORD_WORKERS, array_record.data_dir_root, CONFIG)
+    assert "was forked from process" in out
+    assert "multiprocessing_context='forkserver'" in out
 
 
 BUILD_THEN_FORK = """
@@ -305,15 +311,8 @@ except RuntimeError as e:
 
 def test_workers_forked_after_an_array_record_build_are_refused(manual_dir, tmp_path):
     pytest.importorskip("torch")
-    result = subprocess.run(
-        [sys.executable, "-c", BUILD_THEN_FORK, str(manual_dir), str(tmp_path / "data")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "read or written array_record files" in result.stdout
+    out = run_fresh(BUILD_THEN_FORK, manual_dir, tmp_path / "data")
+    assert "read or written array_record files" in out
 
 
 def test_grain_map_dataset(tfrecord):
@@ -379,12 +378,17 @@ def flip_a_byte(path, offset, mask=0x40):
         f.write(bytes([byte[0] ^ mask]))
 
 
-def frame_offset(shard, frame: int) -> int:
-    """Byte offset in the shard of the middle of frame `frame` of its first record."""
+def first_record(shard) -> bytes:
+    """The data of the shard's first TFRecord record (after its 12-byte header)."""
     with open(shard, "rb") as f:
         (length,) = struct.unpack("<Q", f.read(8))
         f.seek(12)
-        data = f.read(length)
+        return f.read(length)
+
+
+def frame_offset(shard, frame: int) -> int:
+    """Byte offset in the shard of the middle of frame `frame` of its first record."""
+    data = first_record(shard)
     jpeg = tf_example_pb2.Example.FromString(data).features.feature["video"].bytes_list.value[frame]
     return 12 + data.index(jpeg) + len(jpeg) // 2
 
@@ -429,13 +433,6 @@ def test_a_pickled_copy_checks_frames_too(tfrecord, tmp_path):
     with pytest.raises(records.CorruptRecordError, match=f"Frame {middle} .*CRC32C") as error:
         pickle.loads(worker_copy)[0]
     assert shard in str(error.value) and name in str(error.value)
-
-
-def first_record(shard) -> bytes:
-    with open(shard, "rb") as f:
-        (length,) = struct.unpack("<Q", f.read(8))
-        f.seek(12)
-        return f.read(length)
 
 
 def test_damage_outside_the_frames_is_caught_on_a_first_read(tfrecord, tmp_path):
