@@ -681,12 +681,11 @@ def _bytes_values(data: memoryview, pos: int, end: int) -> ByteValues:
             pos += 4
         else:
             size, pos = _varint(data, pos + 1)
-        stop = pos + size
-        if stop > end:
-            raise ValueError("a bytes value runs past its list")
         add_start(pos)
-        add_stop(stop)
-        pos = stop
+        pos += size
+        add_stop(pos)
+    if pos > end:
+        raise ValueError("a bytes value runs past its list")
     return ByteValues(data, starts, stops)
 
 
@@ -722,8 +721,25 @@ def _packed_varints(run) -> np.ndarray:
     return np.bitwise_or.reduceat(bits, starts).view(np.int64)
 
 
+def _single_field(data, pos: int, end: int, tag: int) -> int | None:
+    """Where the value of a message made of one length-delimited field `tag` starts, if it is.
+
+    What every writer produces for a Feature, its list and a map entry's value,
+    so the parser takes this path before the general one (`_fields`).
+    """
+    if pos >= end or data[pos] != tag:
+        return None
+    size, start = _varint(data, pos + 1)
+    return start if start + size == end else None
+
+
 def _number_values(data, pos: int, end: int, floats: bool) -> np.ndarray:
     """The values of a FloatList (float32) or Int64List (int64), packed or not."""
+    packed = _single_field(data, pos, end, 0x0A)  # field 1, one packed run
+    if packed is not None:
+        if floats:
+            return np.frombuffer(data[packed:end], "<f4")
+        return _packed_varints(data[packed:end])
     values = []
     for field, wire, value in _fields(data, pos, end):
         if field != 1:
@@ -743,17 +759,42 @@ def _number_values(data, pos: int, end: int, floats: bool) -> np.ndarray:
     return np.concatenate(values).astype(np.float32 if floats else np.int64, copy=False)
 
 
+def _list_values(data: memoryview, field: int, pos: int, end: int):
+    """The values of a Feature's list: field 1 BytesList, 2 FloatList, 3 Int64List."""
+    if field == 1:
+        return _bytes_values(data, pos, end)
+    return _number_values(data, pos, end, floats=field == 2)
+
+
 def _feature_values(data: memoryview, pos: int, end: int):
     """A Feature's values: byte views (`ByteValues`), or a float32 / int64 array."""
+    if pos < end and data[pos] in (0x0A, 0x12, 0x1A):  # one list, the usual case
+        start = _single_field(data, pos, end, data[pos])
+        if start is not None:
+            return _list_values(data, data[pos] >> 3, start, end)
     result = []
     for field, wire, value in _fields(data, pos, end):
-        if wire != 2 or field not in (1, 2, 3):
-            continue
-        if field == 1:
-            result = _bytes_values(data, *value)
-        else:
-            result = _number_values(data, *value, floats=field == 2)
+        if wire == 2 and field in (1, 2, 3):
+            result = _list_values(data, field, *value)
     return result
+
+
+def _map_entry(data: memoryview, pos: int, end: int):
+    """(name, values) of one Features.feature map entry; name None if it has none."""
+    if pos < end and data[pos] == 0x0A:  # the usual case: the name, then the Feature
+        size, key_start = _varint(data, pos + 1)
+        key_end = key_start + size
+        value_start = _single_field(data, key_end, end, 0x12)
+        if value_start is not None:
+            key = bytes(data[key_start:key_end]).decode("utf-8")
+            return key, _feature_values(data, value_start, end)
+    key, values = None, []
+    for part, part_wire, part_value in _fields(data, pos, end):
+        if part == 1 and part_wire == 2:
+            key = bytes(data[part_value[0] : part_value[1]]).decode("utf-8")
+        elif part == 2 and part_wire == 2:
+            values = _feature_values(data, *part_value)
+    return key, values
 
 
 def parse_example(record) -> dict:
@@ -773,12 +814,7 @@ def parse_example(record) -> dict:
             for entry_field, entry_wire, entry in _fields(view, *value):
                 if entry_field != 1 or entry_wire != 2:  # Features.feature (a map entry)
                     continue
-                key, values = None, []
-                for part, part_wire, part_value in _fields(view, *entry):
-                    if part == 1 and part_wire == 2:
-                        key = bytes(view[part_value[0] : part_value[1]]).decode("utf-8")
-                    elif part == 2 and part_wire == 2:
-                        values = _feature_values(view, *part_value)
+                key, values = _map_entry(view, *entry)
                 if key is not None:
                     features[key] = values
     except (ValueError, IndexError, UnicodeDecodeError) as e:
