@@ -27,7 +27,8 @@ with one seed, so that they decode exactly the same frames:
 - ClipSource on the array_record build (array_record's reader checks its
   hashes, decompresses and copies the record on every read);
 - TF path: `tfds.load` + `ClipDecoder` (tf.data, TensorFlow's JPEG decoder;
-  tf.data checks every record's CRC32C on every read);
+  tf.data checks every record's CRC32C on every read), run in a child process
+  pinned to the same core, its rounds taking turns with the others' (below);
 - records only: ClipSource's reading and parsing of a record, without
   sampling, re-read and first read (with and without the record's CRC32C),
   to show where the time goes.
@@ -37,16 +38,27 @@ The files are in the page cache in every case (no disk reads are timed).
 Times are the process's CPU time (user + system, all its threads, on its one
 core): the work per clip, not counting spells when another process had the core
 (a shared machine otherwise decides the ratios). Prints one markdown table:
-clips/s of CPU time (median of the rounds) and the ratios of
-ClipSource to the limit and to the TF path (median, [min-max] over the rounds).
+clips/s of CPU time (median of the rounds), minor page faults per clip, and the
+ratios of ClipSource to the limit and to the TF path (median, [min-max] over the
+rounds).
+
+The measuring process never imports TensorFlow, as a PyTorch or Grain reader
+would not: the data are built and the TF path runs in a child process. Running
+tf.data in the measuring process (`--tf_here`, how this benchmark ran until
+11-23 19:45) leaves glibc's heap handing memory back to the kernel between
+clips: each re-read then page-faults its 4 MB output array afresh (about 700
+minor faults a clip, against 17), which cost 16-frame re-reads 0.13-0.15 of
+the limit.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import pathlib
 import pickle
+import resource
 import sys
 import tempfile
 import time
@@ -57,11 +69,8 @@ import cv2
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
-import tensorflow as tf
-import tensorflow_datasets as tfds
-
 import synthetic  # the test videos' maker
-from video_tfrecords import ClipDecoder, ClipSource, clip_decode, records
+from video_tfrecords import ClipSource, clip_decode, records
 
 HEIGHT, WIDTH, FRAMES = 256, 340, 250
 SEED = 2024
@@ -79,6 +88,11 @@ def parse_args():
     parser.add_argument("--crop", type=int, default=None, help="square crop side (default none)")
     parser.add_argument("--cpu", type=int, default=None, help="the core to run on (default: last)")
     parser.add_argument("--work_dir", default=None, help="keeps the data here between runs")
+    parser.add_argument(
+        "--tf_here",
+        action="store_true",
+        help="build and run the TF path in the measuring process (not in a child)",
+    )
     return parser.parse_args()
 
 
@@ -105,17 +119,6 @@ def make_manual_dir(folder: pathlib.Path, videos: int) -> pathlib.Path:
         lines.append(f"{path.name} c{i % 4}\n")
     (folder / "train.txt").write_text("".join(lines))
     return folder
-
-
-def build(manual_dir: pathlib.Path, data_dir: pathlib.Path, file_format: str):
-    """Builds the `default` config (340x256 frames are stored as they are)."""
-    builder = tfds.builder(
-        "video_tfrecords", config="default", data_dir=str(data_dir), file_format=file_format
-    )
-    builder.download_and_prepare(
-        download_config=tfds.download.DownloadConfig(manual_dir=str(manual_dir))
-    )
-    return builder
 
 
 def whole_record_checks(source: ClipSource) -> ClipSource:
@@ -189,18 +192,26 @@ class TfPath:
     start-up and without work carried over.
     """
 
-    def __init__(self, builder, args_for_clip: dict, seed: int):
+    def __init__(self, data_dir: str, args_for_clip: dict, seed: int):
+        import tensorflow as tf
+        import tensorflow_datasets as tfds
+
+        from video_tfrecords import ClipDecoder
+
+        self.as_numpy = tfds.as_numpy
+        builder = tfds.builder("video_tfrecords", config="default", data_dir=data_dir)
         videos = builder.info.splits["train"].num_examples
         self.passes = (1, 1 + max(2, -(-24 // videos)))
         args = dict(args_for_clip)
         decoder = ClipDecoder(args.pop("num_frames"), seed=seed, **args)
         dataset = builder.as_dataset(split="train", decoders={"video": decoder})
-        self.clips = dataset.map(_video_only)
+        video_only = tf.autograph.experimental.do_not_convert(lambda example: example["video"])
+        self.clips = dataset.map(video_only)
         self.run()  # traced once, outside the timing
 
     def time_passes(self, passes: int) -> float:
         start = time.process_time()
-        for _ in tfds.as_numpy(self.clips.repeat(passes)):
+        for _ in self.as_numpy(self.clips.repeat(passes)):
             pass
         return time.process_time() - start
 
@@ -210,13 +221,88 @@ class TfPath:
         return (many - few) / (self.passes[1] - self.passes[0])
 
 
-@tf.autograph.experimental.do_not_convert
-def _video_only(example):
-    return example["video"]
+class TfSide:
+    """What needs TensorFlow: building the datasets and the TF path, in this process."""
+
+    def __init__(self):
+        self.tf_path = None
+
+    def build(self, manual_dir: str, data_dir: str, file_format: str) -> str:
+        """Builds the `default` config (340x256 frames are stored as they are)."""
+        import tensorflow_datasets as tfds
+
+        builder = tfds.builder(
+            "video_tfrecords", config="default", data_dir=data_dir, file_format=file_format
+        )
+        builder.download_and_prepare(
+            download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
+        )
+        return builder.data_dir_root
+
+    def prepare(self, data_dir: str, args_for_clip: dict, seed: int) -> None:
+        self.tf_path = TfPath(data_dir, args_for_clip, seed)
+
+    def run(self) -> float:
+        return self.tf_path.run()
+
+    def close(self) -> None:
+        pass
 
 
-def measure(methods: dict, rounds: int, videos: int) -> dict[str, list[float]]:
-    """Seconds per round of each method.
+def _serve(connection, cpu: int) -> None:
+    """A child's loop: runs TfSide's methods as the parent asks, returns what they return."""
+    pin_to_one_core(cpu)
+    side = TfSide()
+    while True:
+        name, args = connection.recv()
+        if name == "close":
+            return
+        try:
+            connection.send(("ok", getattr(side, name)(*args)))
+        except Exception as e:  # noqa: BLE001 - shown by the parent
+            connection.send(("error", repr(e)))
+
+
+class TfChild:
+    """TfSide in a child process (spawned, pinned to the same core); same methods.
+
+    The child waits on the pipe while the parent measures, so its threads take
+    no time from the parent's rounds; its pass times are its own CPU time.
+    """
+
+    def __init__(self, cpu: int):
+        context = multiprocessing.get_context("spawn")
+        self.connection, child_end = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child_end, cpu), daemon=True)
+        self.process.start()
+
+    def _call(self, name: str, *args):
+        self.connection.send((name, args))
+        status, value = self.connection.recv()
+        if status == "error":
+            raise RuntimeError(f"TF child, {name}: {value}")
+        return value
+
+    def build(self, *args) -> str:
+        return self._call("build", *args)
+
+    def prepare(self, *args) -> None:
+        self._call("prepare", *args)
+
+    def run(self) -> float:
+        return self._call("run")
+
+    def close(self) -> None:
+        self.connection.send(("close", ()))
+        self.process.join()
+
+
+def minor_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def measure(methods: dict, rounds: int, videos: int):
+    """Seconds per round of each method, and minor page faults per clip of the per-video ones.
 
     Methods with `one(video)` take turns video by video (a rotating order), so
     that a slow spell of a shared machine hits them alike; the TF path (which
@@ -225,6 +311,7 @@ def measure(methods: dict, rounds: int, videos: int) -> dict[str, list[float]]:
     times = {name: [] for name in methods}
     per_video = [name for name in methods if hasattr(methods[name], "one")]
     whole = [name for name in methods if name not in per_video]
+    faults = dict.fromkeys(per_video, 0)
     for r in range(rounds):
         if r % 2:
             for name in whole:
@@ -235,15 +322,17 @@ def measure(methods: dict, rounds: int, videos: int) -> dict[str, list[float]]:
         for video in range(videos):
             turn = (r * videos + video) % len(per_video)
             for name in per_video[turn:] + per_video[:turn]:
+                faults_before = minor_faults()
                 start = time.process_time()
                 methods[name].one(video)
                 spent[name] += time.process_time() - start
+                faults[name] += minor_faults() - faults_before
         for name in per_video:
             times[name].append(spent[name])
         if not r % 2:
             for name in whole:
                 times[name].append(methods[name].run())
-    return times
+    return times, {name: n / (rounds * videos) for name, n in faults.items()}
 
 
 def ratio_text(seconds: list[float], other: list[float]) -> str:
@@ -261,26 +350,29 @@ def main():
     work = pathlib.Path(args.work_dir or tempfile.mkdtemp(prefix="clip_source_speed_"))
     log(f"core {cpu}; {videos} videos of {FRAMES} frames {WIDTH}x{HEIGHT}; data in {work}")
     manual_dir = make_manual_dir(work / f"manual{videos}", videos)
-    builders = {
-        fmt: build(manual_dir, work / f"data{videos}_{fmt}", fmt)
+    tf_side = TfSide() if args.tf_here else TfChild(cpu)
+    data_dirs = {
+        fmt: tf_side.build(str(manual_dir), str(work / f"data{videos}_{fmt}"), fmt)
         for fmt in ("tfrecord", "array_record")
     }
+    where = "this process" if args.tf_here else "a child process (none in this one)"
+    if not args.tf_here and "tensorflow" in sys.modules:
+        raise RuntimeError("the measuring process imported TensorFlow")
     print(
         f"\nPer core (pinned to CPU {cpu}); {videos} videos of {FRAMES} frames at "
         f"{WIDTH}x{HEIGHT}, stride {args.stride}, crop {args.crop or 'none'}; "
-        f"{rounds} interleaved rounds, CPU time. Ratios: speed of the row over the limit's or "
-        "the TF path's in the same round, median [min-max].\n"
+        f"{rounds} interleaved rounds, CPU time; TensorFlow in {where}. Ratios: speed of the "
+        "row over the limit's or the TF path's in the same round, median [min-max].\n"
     )
-    print("| clip | method | clips/s | / limit | / TF path |")
-    print("| --- | --- | --- | --- | --- |")
+    print("| clip | method | clips/s | minor faults/clip | / limit | / TF path |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for num_frames in args.clips:
         spec = clip_args(num_frames, args)
         sources = {
-            fmt: ClipSource(
-                "train", data_dir=builders[fmt].data_dir_root, seed=SEED, **spec
-            ).index_all()
-            for fmt in builders
+            fmt: ClipSource("train", data_dir=data_dirs[fmt], seed=SEED, **spec).index_all()
+            for fmt in data_dirs
         }
+        tf_side.prepare(data_dirs["tfrecord"], spec, SEED)
         methods = {
             LIMIT: Limit(sources["tfrecord"]),
             "ClipSource, TFRecord, re-reads": Source(sources["tfrecord"]),
@@ -289,7 +381,7 @@ def main():
                 whole_record_checks(sources["tfrecord"]), True
             ),
             "ClipSource, array_record": Source(sources["array_record"]),
-            TF_PATH: TfPath(builders["tfrecord"], spec, SEED),
+            TF_PATH: tf_side,
             "records only, TFRecord re-reads: parse": Source(sources["tfrecord"], sample=False),
             "records only, TFRecord first reads: map + parse (no checks)": Source(
                 sources["tfrecord"], True, sample=False
@@ -299,17 +391,17 @@ def main():
             ),
         }
         log(f"{num_frames}-frame clips: {rounds} rounds")
-        times = measure(methods, rounds, videos)
+        times, faults = measure(methods, rounds, videos)
         for name, seconds in times.items():
             rate = videos / np.median(seconds)
-            ratios = ""
+            fault_text = f"{faults[name]:.0f}" if name in faults else ""
+            ratios = " | "
             if name.startswith("ClipSource"):
                 ratios = (
                     f"{ratio_text(seconds, times[LIMIT])} | {ratio_text(seconds, times[TF_PATH])}"
                 )
-            else:
-                ratios = " | "
-            print(f"| {num_frames} | {name} | {rate:.1f} | {ratios} |")
+            print(f"| {num_frames} | {name} | {rate:.1f} | {fault_text} | {ratios} |")
+    tf_side.close()
     log(f"uptime: {os.popen('uptime').read().strip()}")
 
 
