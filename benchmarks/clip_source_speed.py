@@ -254,7 +254,10 @@ def _serve(connection, cpu: int) -> None:
     pin_to_one_core(cpu)
     side = TfSide()
     while True:
-        name, args = connection.recv()
+        try:
+            name, args = connection.recv()
+        except EOFError:  # the parent is gone
+            return
         if name == "close":
             return
         try:
@@ -273,7 +276,8 @@ class TfChild:
     def __init__(self, cpu: int):
         context = multiprocessing.get_context("spawn")
         self.connection, child_end = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child_end, cpu), daemon=True)
+        # Not a daemon: the build starts worker processes of its own.
+        self.process = context.Process(target=_serve, args=(child_end, cpu))
         self.process.start()
 
     def _call(self, name: str, *args):
@@ -293,8 +297,11 @@ class TfChild:
         return self._call("run")
 
     def close(self) -> None:
-        self.connection.send(("close", ()))
-        self.process.join()
+        try:
+            self.connection.send(("close", ()))
+        except OSError:  # the child is gone already
+            pass
+        self.process.join(timeout=60)
 
 
 def minor_faults() -> int:
@@ -341,16 +348,8 @@ def ratio_text(seconds: list[float], other: list[float]) -> str:
     return f"{np.median(ratios):.3f} [{ratios.min():.3f}-{ratios.max():.3f}]"
 
 
-def main():
-    args = parse_args()
-    log(f"uptime: {os.popen('uptime').read().strip()}")
-    videos = args.videos or (4 if args.quick else 12)
-    rounds = args.rounds or (5 if args.quick else 15)
-    cpu = pin_to_one_core(args.cpu)
-    work = pathlib.Path(args.work_dir or tempfile.mkdtemp(prefix="clip_source_speed_"))
-    log(f"core {cpu}; {videos} videos of {FRAMES} frames {WIDTH}x{HEIGHT}; data in {work}")
-    manual_dir = make_manual_dir(work / f"manual{videos}", videos)
-    tf_side = TfSide() if args.tf_here else TfChild(cpu)
+def run_all(args, tf_side, manual_dir, work, cpu: int, videos: int, rounds: int) -> None:
+    """Builds the data (if not there), then measures and prints the table."""
     data_dirs = {
         fmt: tf_side.build(str(manual_dir), str(work / f"data{videos}_{fmt}"), fmt)
         for fmt in ("tfrecord", "array_record")
@@ -401,7 +400,22 @@ def main():
                     f"{ratio_text(seconds, times[LIMIT])} | {ratio_text(seconds, times[TF_PATH])}"
                 )
             print(f"| {num_frames} | {name} | {rate:.1f} | {fault_text} | {ratios} |")
-    tf_side.close()
+
+
+def main():
+    args = parse_args()
+    log(f"uptime: {os.popen('uptime').read().strip()}")
+    videos = args.videos or (4 if args.quick else 12)
+    rounds = args.rounds or (5 if args.quick else 15)
+    cpu = pin_to_one_core(args.cpu)
+    work = pathlib.Path(args.work_dir or tempfile.mkdtemp(prefix="clip_source_speed_"))
+    log(f"core {cpu}; {videos} videos of {FRAMES} frames {WIDTH}x{HEIGHT}; data in {work}")
+    manual_dir = make_manual_dir(work / f"manual{videos}", videos)
+    tf_side = TfSide() if args.tf_here else TfChild(cpu)
+    try:
+        run_all(args, tf_side, manual_dir, work, cpu, videos, rounds)
+    finally:
+        tf_side.close()
     log(f"uptime: {os.popen('uptime').read().strip()}")
 
 
