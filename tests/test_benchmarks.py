@@ -15,6 +15,7 @@ SMALL_RUNS = {
     "decode_backends": ["--quick"],
     "read_resize": ["--quick", "--synthetic"],
     "clip_source_speed": ["--quick", "--clips", "16"],
+    "loader_allocator": ["--quick", "--clips", "16"],
     "storage_quality": ["--quick"],
     "peers": ["--quick"],
     "resume": ["--quick"],
