@@ -364,6 +364,10 @@ def test_numpy_fingerprint_equals_tensorflows_around_the_hashed_run_length():
         for video in (frames, frames[:1], frames[:2]):
             expected = int(clip_plan.video_fingerprint(tf.constant(video, tf.string)))
             assert clip_plan.video_fingerprint(video) == expected
+    for video_sizes in ((8192, 9000, 20000, 5, 8192), (40000, 1, 2, 16385, 3, 30000)):
+        video = [rng.bytes(n) for n in video_sizes]  # three distinct frames of >= 8192 bytes
+        expected = int(clip_plan.video_fingerprint(tf.constant(video, tf.string)))
+        assert clip_plan.video_fingerprint(video) == expected
 
 
 def test_fold_in_gives_per_epoch_seeds_that_replay():

@@ -366,31 +366,60 @@ def _hash_offsets() -> np.ndarray:
     return np.arange(_HASH_BYTES, dtype=np.uint64) * np.uint64(256) + np.uint64(_BYTE_SALT)
 
 
-def _run_sum_np(values: np.ndarray, x: np.ndarray, shifted: np.ndarray) -> int:
-    """`_sum_hash` of a uint8 run, in place in two reused uint64 buffers (no temporaries)."""
-    n = len(values)
-    x, shifted = x[:n], shifted[:n]
-    np.add(_hash_offsets()[:n], values, out=x, casting="unsafe")
+def _mix64_np(x: np.ndarray, shifted: np.ndarray) -> None:
+    """`_mix64` in place on a uint64 array, `shifted` a scratch array of its shape."""
     for shift, factor in ((30, _MIX1), (27, _MIX2)):
         np.right_shift(x, np.uint64(shift), out=shifted)
         x ^= shifted
         x *= np.uint64(factor)
     np.right_shift(x, np.uint64(31), out=shifted)
     x ^= shifted
+
+
+def _run_sum_np(values: np.ndarray, x: np.ndarray, shifted: np.ndarray) -> int:
+    """`_sum_hash` of a uint8 run, in place in two reused uint64 buffers (no temporaries)."""
+    n = len(values)
+    x, shifted = x[:n], shifted[:n]
+    np.add(_hash_offsets()[:n], values, out=x, casting="unsafe")
+    _mix64_np(x, shifted)
     return int(x.sum(dtype=np.uint64))
 
 
+# Per thread (Grain reads in threads): the six hashed runs of a fingerprint, and scratch.
+_RUNS = threading.local()
+
+
 def _fingerprint_np(frames) -> np.uint64:
-    """`fingerprint_u64` on NumPy, the same value at half the cost (no temporary arrays)."""
+    """`fingerprint_u64` on NumPy, the same value at a third of the cost.
+
+    The six runs it hashes (head and tail of three frames) go through the mix
+    as one [6, _HASH_BYTES] array, in reused buffers: no temporaries, 6x fewer
+    NumPy calls. Frames shorter than _HASH_BYTES take the run-by-run path.
+    """
     length = len(frames)
-    x, shifted = np.empty(_HASH_BYTES, np.uint64), np.empty(_HASH_BYTES, np.uint64)
+    picked = [NP_OPS.frame_or_empty(frames, i) for i in (0, length // 2, max(length - 1, 0))]
+    sizes = [len(frame) for frame in picked]
+    if min(sizes) >= _HASH_BYTES:
+        if not hasattr(_RUNS, "x"):
+            _RUNS.x = np.empty((6, _HASH_BYTES), np.uint64)
+            _RUNS.shifted = np.empty_like(_RUNS.x)
+        x = _RUNS.x
+        for k, frame in enumerate(picked):
+            values = np.frombuffer(frame, np.uint8)
+            np.add(_hash_offsets(), values[:_HASH_BYTES], out=x[2 * k], casting="unsafe")
+            np.add(_hash_offsets(), values[-_HASH_BYTES:], out=x[2 * k + 1], casting="unsafe")
+        _mix64_np(x, _RUNS.shifted)
+        sums = x.sum(axis=1, dtype=np.uint64).tolist()
+    else:
+        x, shifted = np.empty(_HASH_BYTES, np.uint64), np.empty(_HASH_BYTES, np.uint64)
+        sums = []
+        for frame, size in zip(picked, sizes):
+            values = np.frombuffer(frame, np.uint8)
+            sums.append(_run_sum_np(values[:_HASH_BYTES], x, shifted))
+            sums.append(_run_sum_np(values[max(size - _HASH_BYTES, 0) :], x, shifted))
     h = length % _U64
-    for i in (0, length // 2, max(length - 1, 0)):
-        values = np.frombuffer(NP_OPS.frame_or_empty(frames, i), np.uint8)
-        size = len(values)
-        head = _run_sum_np(values[:_HASH_BYTES], x, shifted)
-        tail = _run_sum_np(values[max(size - _HASH_BYTES, 0) :][:_HASH_BYTES], x, shifted)
-        h = _combine_int(h, _combine_int(_combine_int(head, tail), size))
+    for k, size in enumerate(sizes):
+        h = _combine_int(h, _combine_int(_combine_int(sums[2 * k], sums[2 * k + 1]), size))
     return np.uint64(h)
 
 
