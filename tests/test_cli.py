@@ -8,6 +8,7 @@ import sys
 import tensorflow_datasets as tfds
 
 from conftest import opencv_frames, psnr
+from video_tfrecords.config import DATASET_VERSION
 
 REPO = pathlib.Path(__file__).parent.parent
 TFDS = str(pathlib.Path(sys.executable).parent / "tfds")
@@ -78,5 +79,7 @@ def test_imports_flag_works_from_any_directory(tmp_path):
         f"--data_dir={data_dir}",
         cwd=tmp_path,
     )
-    assert (data_dir / "video_tfrecords" / "native" / "2.1.0" / "dataset_info.json").exists()
+    assert (
+        data_dir / "video_tfrecords" / "native" / DATASET_VERSION / "dataset_info.json"
+    ).exists()
     assert os.listdir(tmp_path) == ["data"]

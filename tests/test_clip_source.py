@@ -15,6 +15,7 @@ import sys
 import google_crc32c
 import numpy as np
 import pytest
+import tensorflow as tf
 import tensorflow_datasets as tfds
 from tensorflow_datasets.proto import tf_example_pb2
 
@@ -25,10 +26,12 @@ from video_tfrecords import (
     ClipDecoder,
     ClipSource,
     VideoConfig,
+    clip_plan,
     clip_source,
     fold_in,
     records,
 )
+from video_tfrecords.config import DATASET_VERSION
 
 CONFIG = "reader"
 LENGTHS = (12, 15, 18, 21, 24, 3)  # the last one is shorter than most clips
@@ -411,7 +414,7 @@ def test_missing_dataset_config_split_and_version_say_what_exists(tfrecord, tmp_
         ClipSource("train", data_dir=tfrecord.data_dir_root, num_frames=1)  # "default"
     with pytest.raises(ValueError, match="No split 'val' .* splits: (train, test|test, train)"):
         ClipSource("val", data_dir=tfrecord.data_dir_root, config=CONFIG, num_frames=1)
-    with pytest.raises(FileNotFoundError, match="prepared versions: 2.1.0"):
+    with pytest.raises(FileNotFoundError, match=f"prepared versions: {DATASET_VERSION}"):
         source_of(tfrecord, version="9.9.9")
 
 
@@ -452,6 +455,25 @@ def test_the_builder_stores_each_frames_crc32c(tfrecord):
         frames = feature["video"].bytes_list.value
         stored = list(feature[records.FRAME_CHECKSUMS].int64_list.value)
         assert stored == [google_crc32c.value(frame) for frame in frames]
+
+
+def test_the_builder_stores_each_videos_fingerprint(tfrecord):
+    # TF's graph of the fingerprint (the TF path's own) is the reference.
+    reader = records.SplitReader(records.split_shards(tfrecord.data_path, "train"))
+    for index in range(len(reader)):
+        feature = tf_example_pb2.Example.FromString(bytes(reader.read(index))).features.feature
+        frames = list(feature["video"].bytes_list.value)
+        (stored,) = feature[records.FINGERPRINT].int64_list.value
+        assert stored == int(clip_plan.video_fingerprint(tf.constant(frames, tf.string)))
+
+
+def test_a_seeded_read_takes_the_stored_fingerprint(tfrecord, monkeypatch):
+    def hashed(frames):
+        raise AssertionError("hashed the frames")
+
+    monkeypatch.setattr(clip_plan, "video_fingerprint", hashed)
+    source = source_of(tfrecord, num_frames=3, seed=SEED)
+    assert source[0]["video"].shape[0] == 3
 
 
 def test_a_corrupt_frame_is_caught_when_a_clip_reads_it(tfrecord, tmp_path):

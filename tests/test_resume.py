@@ -15,6 +15,7 @@ import tensorflow_datasets as tfds
 
 import synthetic
 from video_tfrecords import VideoConfig
+from video_tfrecords.config import DATASET_VERSION
 
 TFDS = str(pathlib.Path(sys.executable).parent / "tfds")
 CONFIG = {"name": "resume", "num_workers": 1, "short_side": None, "keep_cache": True}
@@ -55,7 +56,7 @@ def dataset_files(data_dir) -> dict[str, list[tf.train.Example]]:
     (Parsed, because protobuf does not promise one byte order for a map's
     entries: two builds of the same examples need not be equal byte for byte.)
     """
-    folder = pathlib.Path(data_dir) / "video_tfrecords" / "resume" / "2.1.0"
+    folder = pathlib.Path(data_dir) / "video_tfrecords" / "resume" / DATASET_VERSION
     return {
         p.name: [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(str(p))]
         for p in folder.iterdir()

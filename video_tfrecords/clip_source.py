@@ -31,7 +31,7 @@ class ClipSource:
         data_dir: where the dataset was built (`--data_dir`); default TFDS's
             (TFDS_DATA_DIR, else ~/tensorflow_datasets).
         config: the config's name (or a `VideoConfig`); default "default".
-        version: a version folder, e.g. "2.1.0"; default the latest one present.
+        version: a version folder, e.g. "2.2.0"; default the latest one present.
         num_frames, stride, mode, crop_size, flip, short_video, seed, **clip_args:
             the clip, as for `ClipDecoder` (see `ClipSpec`). With a seed, example
             i always gives the same clip (that of `ClipDecoder(seed=seed)`), until
@@ -116,7 +116,8 @@ class ClipSource:
         self._new_fingerprint_cache()
 
     def _new_fingerprint_cache(self) -> None:
-        """Room for each video's content fingerprint, hashed on its first seeded read here."""
+        """Room for each video's content fingerprint, hashed on its first seeded read here
+        (datasets before 2.2.0 do not store it)."""
         # What a seeded clip mixes with the seed; 9 bytes per example.
         self._fingerprints = np.zeros(len(self), np.int64)
         self._fingerprinted = bytearray(len(self))  # set after its fingerprint is stored
@@ -205,7 +206,7 @@ class ClipSource:
             frames = records.CheckedFrames(frames, checksums, video_where)
             self.reader.check_outside_frames(record_index, record, parsed["video"], checksums)
         seed = self.seed
-        fingerprint = None if seed is None else self._fingerprint(record_index, frames)
+        fingerprint = None if seed is None else self._fingerprint(record_index, frames, parsed)
         try:
             video = clip_decode.sample_np(
                 self.spec, frames, seed, name=filename, fingerprint=fingerprint
@@ -221,8 +222,12 @@ class ClipSource:
                 example[name] = _scalar(feature, values)
         return example
 
-    def _fingerprint(self, record_index: int, frames) -> int:
-        """The video's `clip_plan.video_fingerprint`, hashed once per process."""
+    def _fingerprint(self, record_index: int, frames, parsed: dict) -> int:
+        """The video's `clip_plan.video_fingerprint`: stored in the record (2.2.0 on, checked
+        with it), else hashed once per process."""
+        stored = parsed.get(records.FINGERPRINT)
+        if stored is not None and len(stored):
+            return int(stored[0])
         position = record_index - self._range.start
         if self._fingerprinted[position]:
             return int(self._fingerprints[position])

@@ -7,7 +7,7 @@ import dataclasses
 import tensorflow_datasets as tfds
 
 # The dataset's version (the builder's VERSION); a config without one gets it.
-DATASET_VERSION = "2.1.0"
+DATASET_VERSION = "2.2.0"
 # Fields that decide the stored frames: a change of any of them makes a new cache entry.
 FRAME_FIELDS = (
     "short_side",

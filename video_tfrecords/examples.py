@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 from awscrt import checksums
 
-from video_tfrecords import cache, manifest, video_io
+from video_tfrecords import cache, clip_plan, manifest, video_io
 from video_tfrecords.config import VideoConfig
 
 log = logging.getLogger(__name__)
@@ -337,7 +337,12 @@ def examples_of(outcome: Outcome) -> Iterator[tuple[str, dict]]:
     task = outcome.task
     fields = {**outcome.entry.summary["fields"], "label": task.label, "filename": task.entry.path}
     for segment, part in enumerate(outcome.entry.parts()):
-        yield f"{task.entry.path}#{segment}", {**fields, **part, "segment": segment}
+        # What seeded clips are keyed on; stored so that a reader need not hash frames.
+        fingerprint = clip_plan.video_fingerprint(part["video"])
+        yield (
+            f"{task.entry.path}#{segment}",
+            {**fields, **part, "segment": segment, "video_fingerprint": fingerprint},
+        )
 
 
 # -- reporting -------------------------------------------------------------------

@@ -39,6 +39,7 @@ from awscrt import checksums
 
 __all__ = [
     "DATASET_NAME",
+    "FINGERPRINT",
     "FRAME_CHECKSUMS",
     "ByteValues",
     "CheckedFrames",
@@ -54,6 +55,7 @@ __all__ = [
 
 DATASET_NAME = "video_tfrecords"
 FRAME_CHECKSUMS = "frame_crc32c"  # the feature holding each frame's CRC32C
+FINGERPRINT = "video_fingerprint"  # the stored clip_plan.video_fingerprint (2.2.0 on)
 FILE_FORMATS = ("tfrecord", "array_record")
 # The two reads TFDS offers, as array_record options: none of the read-ahead a
 # sequential scan wants, which only wastes I/O on random access.

@@ -56,6 +56,8 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         "matrices, damaged packets concealed; segments of 1000 frames by default.",
         "2.1.0": "frame_crc32c: each frame's CRC32C, so that a reader checks only the frames "
         "it decodes.",
+        "2.2.0": "video_fingerprint: the content fingerprint seeded clips are keyed on, so that "
+        "a reader without TensorFlow need not hash frames on a record's first read.",
     }
     BUILDER_CONFIGS = [config_lib.DEFAULT, config_lib.NATIVE]
     MANUAL_DOWNLOAD_INSTRUCTIONS = MANUAL_INSTRUCTIONS
@@ -73,6 +75,11 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                         shape=(None,),
                         dtype=np.uint32,
                         doc="CRC32C of each JPEG frame: a reader checks the frames it decodes.",
+                    ),
+                    "video_fingerprint": _scalar(
+                        np.int64,
+                        "The frames' content fingerprint (clip_plan.video_fingerprint), "
+                        "which seeded clips are keyed on.",
                     ),
                     "timestamps": tfds.features.Tensor(
                         shape=(None,),
