@@ -19,8 +19,10 @@ with one seed, so that they decode exactly the same frames:
 - ClipSource on the TFRecord build, first reads: every round reads through a
   fresh copy of the source (unpickled untimed, as a worker gets it), so every
   read touches its record's pages afresh (the first one maps the file),
-  hashes the video's fingerprint frames and checks the record's CRC32C from
-  its bytes outside the frames and the frames' stored checksums;
+  takes the video's stored fingerprint (2.2.0 on) and checks the record's CRC32C
+  from its bytes outside the frames and the frames' stored checksums;
+- the same, hashing the video's fingerprint from its frames instead (what
+  datasets built before `video_fingerprint` was stored get);
 - the same with `check_records=True`: every first read checks the record's
   CRC32C over all its bytes instead (what datasets built before
   `frame_crc32c` get);
@@ -33,7 +35,9 @@ with one seed, so that they decode exactly the same frames:
   sampling, re-read and first read (with and without the record's CRC32C),
   to show where the time goes.
 
-The files are in the page cache in every case (no disk reads are timed).
+The files are in the page cache in every case (no disk reads are timed): before
+each clip length's rounds, the shards are dropped from the cache and read back
+in order (`settle_page_cache`), so that runs start from the same state.
 
 Times are the process's CPU time (user + system, all its threads, on its one
 core): the work per clip, not counting spells when another process had the core
@@ -130,6 +134,38 @@ def whole_record_checks(source: ClipSource) -> ClipSource:
         check_records=True,
         **{k: getattr(source.spec, k) for k in ("num_frames", "stride", "crop_size")},
     ).index_all()
+
+
+class HashedFingerprints(ClipSource):
+    """ClipSource that hashes each video's fingerprint from its frames, as it does for
+    datasets built before `video_fingerprint` was stored (2.2.0)."""
+
+    def _fingerprint(self, record_index: int, frames, parsed: dict) -> int:
+        without = {k: v for k, v in parsed.items() if k != records.FINGERPRINT}
+        return super()._fingerprint(record_index, frames, without)
+
+
+def hashed_fingerprints(source: ClipSource) -> ClipSource:
+    """A copy of `source` that hashes fingerprints instead of reading the stored ones."""
+    return HashedFingerprints(
+        "train",
+        data_dir=pathlib.Path(source.dataset_dir).parents[2],
+        seed=source.spec.seed,
+        **{k: getattr(source.spec, k) for k in ("num_frames", "stride", "crop_size")},
+    ).index_all()
+
+
+def settle_page_cache(paths) -> None:
+    """Drops the files from the page cache and reads them back in order, so that every run
+    starts from one state: how many pages a fault maps depends on how a file came into the
+    cache (in this VM 8 faults per 6.6 MB record after the build wrote it, 24 after a
+    sequential read, up to 100 for pages read back in small pieces)."""
+    for path in paths:
+        with open(path, "rb") as f:
+            os.fsync(f.fileno())  # written pages must be clean to be dropped
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+            while f.read(1 << 22):
+                pass
 
 
 def clip_args(num_frames: int, args) -> dict:
@@ -371,11 +407,16 @@ def run_all(args, tf_side, manual_dir, work, cpu: int, videos: int, rounds: int)
             fmt: ClipSource("train", data_dir=data_dirs[fmt], seed=SEED, **spec).index_all()
             for fmt in data_dirs
         }
+        for source in sources.values():
+            settle_page_cache(source.reader.shards.paths)
         tf_side.prepare(data_dirs["tfrecord"], spec, SEED)
         methods = {
             LIMIT: Limit(sources["tfrecord"]),
             "ClipSource, TFRecord, re-reads": Source(sources["tfrecord"]),
             "ClipSource, TFRecord, first reads": Source(sources["tfrecord"], True),
+            "ClipSource, TFRecord, first reads, fingerprints hashed (datasets before 2.2.0)": Source(
+                hashed_fingerprints(sources["tfrecord"]), True
+            ),
             "ClipSource, TFRecord, first reads, check_records=True": Source(
                 whole_record_checks(sources["tfrecord"]), True
             ),
