@@ -125,14 +125,14 @@ def make_manual_dir(folder: pathlib.Path, videos: int) -> pathlib.Path:
     return folder
 
 
-def whole_record_checks(source: ClipSource) -> ClipSource:
-    """A copy of `source` that checks each record's CRC32C on its first read."""
-    return ClipSource(
+def copy_of(source: ClipSource, kind=ClipSource, **changes) -> ClipSource:
+    """A fresh, indexed `kind` of source on `source`'s dataset and clip, with `changes`."""
+    return kind(
         "train",
         data_dir=pathlib.Path(source.dataset_dir).parents[2],
         seed=source.spec.seed,
-        check_records=True,
         **{k: getattr(source.spec, k) for k in ("num_frames", "stride", "crop_size")},
+        **changes,
     ).index_all()
 
 
@@ -143,16 +143,6 @@ class HashedFingerprints(ClipSource):
     def _fingerprint(self, record_index: int, frames, parsed: dict) -> int:
         without = {k: v for k, v in parsed.items() if k != records.FINGERPRINT}
         return super()._fingerprint(record_index, frames, without)
-
-
-def hashed_fingerprints(source: ClipSource) -> ClipSource:
-    """A copy of `source` that hashes fingerprints instead of reading the stored ones."""
-    return HashedFingerprints(
-        "train",
-        data_dir=pathlib.Path(source.dataset_dir).parents[2],
-        seed=source.spec.seed,
-        **{k: getattr(source.spec, k) for k in ("num_frames", "stride", "crop_size")},
-    ).index_all()
 
 
 def settle_page_cache(paths) -> None:
@@ -415,10 +405,10 @@ def run_all(args, tf_side, manual_dir, work, cpu: int, videos: int, rounds: int)
             "ClipSource, TFRecord, re-reads": Source(sources["tfrecord"]),
             "ClipSource, TFRecord, first reads": Source(sources["tfrecord"], True),
             "ClipSource, TFRecord, first reads, fingerprints hashed (datasets before 2.2.0)": Source(
-                hashed_fingerprints(sources["tfrecord"]), True
+                copy_of(sources["tfrecord"], HashedFingerprints), True
             ),
             "ClipSource, TFRecord, first reads, check_records=True": Source(
-                whole_record_checks(sources["tfrecord"]), True
+                copy_of(sources["tfrecord"], check_records=True), True
             ),
             "ClipSource, array_record": Source(sources["array_record"]),
             TF_PATH: tf_side,
@@ -427,7 +417,7 @@ def run_all(args, tf_side, manual_dir, work, cpu: int, videos: int, rounds: int)
                 sources["tfrecord"], True, sample=False
             ),
             "records only, TFRecord first reads: map + record CRC32C + parse": Source(
-                whole_record_checks(sources["tfrecord"]), True, sample=False
+                copy_of(sources["tfrecord"], check_records=True), True, sample=False
             ),
         }
         log(f"{num_frames}-frame clips: {rounds} rounds")
