@@ -42,6 +42,8 @@ class ClipSource:
         check_records: check each TFRecord record's CRC32C over all its bytes on
             its first read in the process, instead of frame by frame (below).
             What datasets built without `frame_crc32c` get.
+        dataset_dir: the prepared dataset's own folder (`tfds.builder(...).data_dir`),
+            instead of finding it from data_dir, config and version.
 
     What is checked when, TFRecord: a shard's record headers (CRC32C) when it
     is indexed (once; the index travels with pickled copies). Datasets with
@@ -73,6 +75,7 @@ class ClipSource:
         shard_index: int = 0,
         num_shards: int = 1,
         check_records: bool = False,
+        dataset_dir=None,
         **clip_args,
     ):
         self.spec = ClipSpec(
@@ -85,8 +88,10 @@ class ClipSource:
             seed=seed,
             **clip_args,
         )
-        config_name = getattr(config, "name", config) or DEFAULT_CONFIG
-        self.dataset_dir = records.find_dataset_dir(data_dir, config_name, version)
+        if dataset_dir is None:
+            config_name = getattr(config, "name", config) or DEFAULT_CONFIG
+            dataset_dir = records.find_dataset_dir(data_dir, config_name, version)
+        self.dataset_dir = str(dataset_dir)
         info = records.read_info(self.dataset_dir)
         self.features = records.read_features(self.dataset_dir)
         missing = [name for name in REQUIRED_FEATURES if name not in self.features]
@@ -166,7 +171,17 @@ class ClipSource:
 
     def __getitem__(self, index) -> dict:
         record_index = self._record_index(index)
-        return self._example(record_index, self.reader.read(record_index))
+        return self._example(record_index, self.reader.read(record_index), self.seed)
+
+    def get(self, index, *, seed: int | None, out: np.ndarray | None = None) -> dict:
+        """`source[index]` with the clip drawn with `seed` (None: fresh) instead of the source's.
+
+        For a reader that serves several epochs at once (`clip_dataset`): the source's
+        own seed and epoch are left as they are. `out`: a uint8 array of the clip's
+        shape to decode into (returned as "video").
+        """
+        record_index = self._record_index(index)
+        return self._example(record_index, self.reader.read(record_index), seed, out)
 
     def __getitems__(self, indices) -> list[dict]:
         """Several examples at once (PyTorch's DataLoader and Grain call this for a batch).
@@ -180,11 +195,12 @@ class ClipSource:
             data = self.reader.read_many(record_indices)
         else:
             data = map(self.reader.read, record_indices)
-        return [self._example(i, record) for i, record in zip(record_indices, data)]
+        seed = self.seed
+        return [self._example(i, record, seed) for i, record in zip(record_indices, data)]
 
     _getitems = __getitems__  # Grain's name for batched reads
 
-    def _example(self, record_index: int, record) -> dict:
+    def _example(self, record_index: int, record, seed, out=None) -> dict:
         """The output dict of one record: the sampled clip and the scalar features."""
         where = lambda: f"{self.reader.where(record_index)}, split {self.split!r}"
         try:
@@ -205,11 +221,10 @@ class ClipSource:
                 raise records.CorruptRecordError(f"{video_where()}: its frames are not bytes.")
             frames = records.CheckedFrames(frames, checksums, video_where)
             self.reader.check_outside_frames(record_index, record, parsed["video"], checksums)
-        seed = self.seed
         fingerprint = None if seed is None else self._fingerprint(record_index, frames, parsed)
         try:
             video = clip_decode.sample_np(
-                self.spec, frames, seed, name=filename, fingerprint=fingerprint
+                self.spec, frames, seed, name=filename, fingerprint=fingerprint, out=out
             )
         except records.CorruptRecordError:
             raise  # names the video and its file already

@@ -1,18 +1,33 @@
-"""`clip_dataset`: the whole tf.data input pipeline, batches of (clip, label) ready to use."""
+"""`clip_dataset`: the whole tf.data input pipeline, batches of (clip, label) ready to use.
+
+tf.data over `ClipSource`: a dataset of example indices (the split shuffled
+whole every epoch, or in order), batched, then one `tf.numpy_function` per
+batch that reads the batch's records from memory-mapped shards and decodes
+only the clips' JPEGs with libjpeg-turbo, straight into the batch. No record
+is read whole, and the decoder releases the GIL, so tf.data's parallel calls
+decode batches on every core. The batches are page-aligned arrays handed to
+TensorFlow without a copy and reused once TensorFlow lets go of them (see
+`BatchBuffers`), so a batch costs neither a copy nor fresh pages.
+"""
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from video_tfrecords import clip_plan
+from video_tfrecords.clip_source import ClipSource
 from video_tfrecords.clip_spec import check_positive_int, is_int
-from video_tfrecords.decoders import ClipDecoder, EncodedFrames
 
 __all__ = ["clip_dataset"]
+
+_ALIGN = 4096  # page-aligned: TensorFlow takes a 64-byte aligned array without copying it
 
 
 def clip_dataset(
@@ -24,54 +39,70 @@ def clip_dataset(
     seed: int | None = None,
     data_dir: str | None = None,
     builder_kwargs: Mapping[str, Any] | None = None,
-    shuffle_buffer: int = 256,
+    shuffle_buffer: int | None = None,
     num_epochs: int | None = None,
     dtype: tf.dtypes.DType = tf.float32,
     num_parallel_calls: int = tf.data.AUTOTUNE,
     name: str = "video_tfrecords",
+    input_context: tf.distribute.InputContext | None = None,
+    shard_index: int = 0,
+    num_shards: int = 1,
     **clip_kwargs,
 ) -> tf.data.Dataset:
     """A batched `(clip, label)` dataset for training or evaluation.
 
-    Reads `name` with TFDS without decoding the videos, then samples and
-    decodes one clip per example with `ClipDecoder(num_frames, **clip_kwargs)`.
+    Finds (or prepares, as `tfds.load` does) the TFDS dataset `name` and reads
+    it with `ClipSource(split, num_frames=num_frames, **clip_kwargs)`: one clip
+    per example, decoding only its frames.
 
-    Training (`training=True`): files and examples are shuffled, clips default
-    to mode="random" with random crops, the dataset repeats `num_epochs` times
-    (forever if None) and batches drop the remainder (static batch size).
-    Each epoch e uses the seed `fold_in(seed, e)` for example shuffling and
-    clip sampling, so clips change every epoch yet a seeded run replays
-    exactly; without a seed each epoch draws a fresh random seed.
+    Training (`training=True`): the examples are shuffled whole every epoch,
+    clips default to mode="random" with random crops, the dataset repeats
+    `num_epochs` times (forever if None) and batches drop the remainder
+    (static batch size; epochs are concatenated, then batched). Epoch e uses
+    the seed `fold_in(seed, e)` for its order and its clips, the clips that
+    `ClipSource(seed=seed)` gives after `set_epoch(e)`, so clips change every
+    epoch yet a seeded run replays exactly; without a seed every epoch draws a
+    fresh order and every read a fresh clip.
 
-    Evaluation (`training=False`): one pass (unless `num_epochs`), no
-    shuffling, clips default to mode="center" / crop="center", and the last
-    partial batch is kept.
+    Evaluation (`training=False`): one ordered pass (unless `num_epochs`),
+    clips default to mode="center" / crop="center", the last partial batch is
+    kept.
 
     Args:
         split: TFDS split.
         num_frames: frames per clip.
-        batch_size: clips per batch.
+        batch_size: clips per batch (per replica with `input_context`: use
+            `input_context.get_per_replica_batch_size(global_batch_size)`).
         training: training or evaluation defaults (see above).
         seed: optional int for a reproducible pipeline.
         data_dir: TFDS data directory.
-        builder_kwargs: forwarded to `tfds.load` (e.g. {"config": ...}).
-        shuffle_buffer: example shuffle buffer (training only).
+        builder_kwargs: forwarded to `tfds.builder` (e.g. {"config": ..., "version": ...}).
+        shuffle_buffer: unused: every epoch shuffles the whole split (kept so that
+            existing calls keep working).
         num_epochs: number of passes; None = forever in training, 1 in eval.
         dtype: tf.float32 (default) gives values in [0, 1]; tf.uint8 keeps raw
             bytes (4x less memory; normalise on the accelerator).
-        num_parallel_calls: parallelism of clip decoding.
-        name: registered TFDS dataset name.
+        num_parallel_calls: batches decoded at once (each in one of tf.data's
+            threads); the output order does not depend on it.
+        name: registered TFDS dataset name (a `Video(encoding_format="jpeg")`
+            feature "video", a ClassLabel "label" and a Text "filename").
+        input_context: a `tf.distribute.InputContext` (as
+            `distribute_datasets_from_function` passes it): input pipeline
+            `input_pipeline_id` of `num_input_pipelines` reads its own disjoint part
+            of the split. Overrides shard_index / num_shards.
+        shard_index, num_shards: read only this contiguous, disjoint part of the
+            split (one per host), as `ClipSource` does.
         **clip_kwargs: the other `ClipSpec` arguments (stride, mode, num_clips,
-            short_video, crop_size, crop, flip, short_side).
+            short_video, crop_size, crop, flip, short_side, ...).
 
     Returns:
-        A `tf.data.Dataset` of `(clip, label)` batches.
+        A `tf.data.Dataset` of `(clip, label)` batches: clips [B, T, H, W, 3]
+        (or [B, num_clips, T, H, W, 3]), labels int64 [B].
     """
     if "seed" in clip_kwargs:
         raise ValueError("Pass seed= directly to clip_dataset.")
     clip_kwargs.setdefault("mode", "random" if training else "center")
     clip_kwargs.setdefault("crop", "random" if training else "center")
-    decoder = ClipDecoder(num_frames, **clip_kwargs)
     batch_size = check_positive_int("batch_size", batch_size)
     if seed is not None and not is_int(seed):
         raise ValueError(f"seed must be None or an int, got {seed!r}.")
@@ -82,54 +113,158 @@ def clip_dataset(
         num_epochs = 1
     if num_epochs is not None:
         num_epochs = check_positive_int("num_epochs", num_epochs)
-    shuffle_buffer = check_positive_int("shuffle_buffer", shuffle_buffer)
+    if shuffle_buffer is not None:
+        check_positive_int("shuffle_buffer", shuffle_buffer)
+    if input_context is not None:
+        shard_index = input_context.input_pipeline_id
+        num_shards = input_context.num_input_pipelines
 
-    read_config = tfds.ReadConfig(
-        try_autocache=False,
-        shuffle_seed=seed,
-        shuffle_reshuffle_each_iteration=True,
-    )
-    examples, info = tfds.load(
-        name,
-        split=split,
-        data_dir=data_dir,
-        builder_kwargs=dict(builder_kwargs) if builder_kwargs else None,
-        shuffle_files=training,
-        decoders={"video": EncodedFrames()},
-        read_config=read_config,
-        with_info=True,
-    )
-    # The frame feature gives static frame sizes (when fixed) and is checked to be JPEG.
-    decoder.setup(feature=info.features["video"].feature)
-    keep = [k for k in ("video", "label", "filename") if k in examples.element_spec]
-    examples = examples.map(lambda ex: {k: ex[k] for k in keep})
+    builder = tfds.builder(name, data_dir=data_dir, **dict(builder_kwargs or {}))
+    if not builder.is_prepared():
+        builder.download_and_prepare()  # what tfds.load does for a dataset not yet built
+    source = ClipSource(
+        split,
+        num_frames=num_frames,
+        dataset_dir=builder.data_dir,
+        shard_index=shard_index,
+        num_shards=num_shards,
+        **clip_kwargs,
+    ).index_all()
+    frame_size = tuple(builder.info.features["video"].shape[1:3])
+    clip_shape = _clip_shape(source.spec, frame_size)
+    reader = BatchReader(source, clip_shape, seeded=seed is not None)
+    order = _epoch_orders(len(source), seed, training, num_epochs)
+    batches = order.batch(batch_size, drop_remainder=training)
 
-    if num_epochs is None:
-        epochs = tf.data.Dataset.counter()
-    else:
-        epochs = tf.data.Dataset.range(num_epochs)
+    def read(indices, seeds):
+        clips, labels = tf.numpy_function(
+            reader.read, [indices, seeds], (tf.uint8, tf.int64), stateful=seed is None
+        )
+        clips.set_shape([batch_size if training else None, *clip_shape])
+        labels.set_shape(clips.shape[:1])
+        return clips, labels
+
+    ds = batches.map(read, num_parallel_calls=num_parallel_calls, deterministic=True)
+    if dtype == tf.float32:
+        ds = ds.map(lambda clips, labels: (tf.image.convert_image_dtype(clips, tf.float32), labels))
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def _epoch_orders(length: int, seed, training: bool, num_epochs) -> tf.data.Dataset:
+    """(example index, epoch seed) pairs, epoch after epoch: each epoch's order and seed."""
+    epochs = tf.data.Dataset.counter() if num_epochs is None else tf.data.Dataset.range(num_epochs)
 
     @tf.autograph.experimental.do_not_convert
-    def seed_of_epoch(epoch):
+    def one_epoch(epoch):
         if seed is None:
-            return clip_plan.fresh_seed(clip_plan.tf_ops())
-        return clip_plan.fold_in(seed, epoch)
-
-    epoch_seeds = epochs.map(seed_of_epoch)
-
-    def one_epoch(epoch_seed):
-        ds = examples
+            epoch_seed = clip_plan.fresh_seed(clip_plan.tf_ops())
+        else:
+            epoch_seed = clip_plan.fold_in(seed, epoch)
         if training:
-            ds = ds.shuffle(shuffle_buffer, seed=epoch_seed, reshuffle_each_iteration=False)
-        return ds.map(lambda ex: (ex, epoch_seed))
+            indices = tf.numpy_function(
+                lambda s: epoch_permutation(length, int(s)), [epoch_seed], tf.int64, stateful=False
+            )
+            indices.set_shape([length])
+        else:
+            indices = tf.range(length, dtype=tf.int64)
+        seeds = tf.fill([length], epoch_seed)
+        return tf.data.Dataset.from_tensor_slices((indices, seeds))
 
-    def to_clip(ex, epoch_seed):
-        clip = decoder.sample(ex["video"], epoch_seed, name=ex.get("filename"))
-        if dtype == tf.float32:
-            clip = tf.image.convert_image_dtype(clip, tf.float32)
-        return clip, ex["label"]
+    return epochs.flat_map(one_epoch)
 
-    ds = epoch_seeds.flat_map(one_epoch)
-    ds = ds.map(to_clip, num_parallel_calls=num_parallel_calls)
-    ds = ds.batch(batch_size, drop_remainder=training)
-    return ds.prefetch(tf.data.AUTOTUNE)
+
+def epoch_permutation(length: int, epoch_seed: int) -> np.ndarray:
+    """The order of an epoch's examples: a permutation of range(length) drawn from its seed."""
+    generator = np.random.default_rng(epoch_seed % 2**64)
+    return generator.permutation(length).astype(np.int64)
+
+
+class BatchReader:
+    """Reads a batch of clips from a `ClipSource` into one reused, page-aligned array."""
+
+    def __init__(self, source: ClipSource, clip_shape, *, seeded: bool):
+        self.source = source
+        self.clip_shape = None if None in clip_shape else tuple(clip_shape)  # when static
+        self.seeded = seeded
+        self.buffers = BatchBuffers()
+
+    def read(self, indices: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(clips uint8 [B, ...], labels int64 [B]); errors are ValueErrors naming the video."""
+        try:
+            return self._read(indices, seeds)
+        except ValueError:
+            raise
+        except Exception as e:  # noqa: BLE001 - tf.numpy_function turns IndexError into end of data
+            raise ValueError(f"{type(e).__name__}: {e}") from e
+
+    def _read(self, indices, seeds):
+        labels = np.empty(len(indices), np.int64)
+        clips = None
+        if self.clip_shape is not None:
+            clips = self.buffers.take((len(indices), *self.clip_shape))
+        for k, (index, seed) in enumerate(zip(indices.tolist(), seeds.tolist())):
+            out = None if clips is None else clips[k]
+            example = self.source.get(index, seed=seed if self.seeded else None, out=out)
+            video = example["video"]
+            if clips is None:
+                clips = self.buffers.take((len(indices), *video.shape))
+                clips[0] = video
+            elif video.shape != clips.shape[1:]:
+                raise ValueError(
+                    f"Clips of one batch must have one shape: video `{example['filename']}` "
+                    f"gives {video.shape}, the batch's first {clips.shape[1:]}; set crop_size "
+                    "or short_side, or build with a fixed `size`."
+                )
+            labels[k] = example["label"]
+        return clips, labels
+
+
+class BatchBuffers:
+    """Page-aligned uint8 arrays, each reused once nothing else refers to it.
+
+    TensorFlow takes an aligned array returned by `tf.numpy_function` without
+    copying it and holds a reference to it while any tensor uses its memory;
+    the array's reference count says when it is free again. Reusing arrays
+    spares the page faults of fresh memory (a 16 x 256 x 340 clip is 1000
+    pages), which glibc would otherwise hand back to the kernel and fault in
+    again for every batch in a process that runs TensorFlow.
+    """
+
+    def __init__(self, keep: int = 16):
+        self.keep = keep  # arrays kept for reuse; more in use at once are allocated afresh
+        self._arrays: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def take(self, shape: tuple[int, ...]) -> np.ndarray:
+        """A free array of `shape` (contents undefined)."""
+        with self._lock:
+            for array in self._arrays:
+                # References: the list's, and getrefcount's argument.
+                if array.shape == shape and sys.getrefcount(array) == 2:
+                    return array
+            array = aligned_empty(shape)
+            if len(self._arrays) < self.keep:
+                self._arrays.append(array)
+            return array
+
+
+def aligned_empty(shape: tuple[int, ...]) -> np.ndarray:
+    """An uninitialised uint8 array of `shape` whose data starts on a page boundary."""
+    size = int(np.prod(shape))
+    raw = np.empty(size + _ALIGN, np.uint8)
+    start = -raw.ctypes.data % _ALIGN
+    return raw[start : start + size].reshape(shape)
+
+
+def _clip_shape(spec, frame_size) -> list[int | None]:
+    """The static shape of one clip: T, the box or the frames' size when fixed, channels."""
+    if spec.crop_size is not None:
+        size = list(spec.crop_size)
+    elif None not in frame_size:
+        size = list(frame_size)
+        if spec.short_side is not None:
+            size = list(clip_plan.resized_size(clip_plan.NP_OPS, *size, spec.short_side))
+    else:
+        size = [None, None]
+    clip = [spec.num_frames, *size, 3]
+    return [spec.num_clips, *clip] if spec.multi_clip else clip
