@@ -30,16 +30,12 @@ class TinyVideos(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     VERSION = tfds.core.Version("1.0.0")
 
     def _info(self):
-        return tfds.core.DatasetInfo(
-            builder=self,
-            features=tfds.features.FeaturesDict(
-                {
-                    "video": tfds.features.Video(shape=(None, 8, 8, 3), encoding_format="jpeg"),
-                    "label": tfds.features.ClassLabel(names=["even", "odd"]),
-                    "filename": tfds.features.Text(),
-                }
-            ),
-        )
+        features = {
+            "video": tfds.features.Video(shape=(None, 8, 8, 3), encoding_format="jpeg"),
+            "label": tfds.features.ClassLabel(names=["even", "odd"]),
+            "filename": tfds.features.Text(),
+        }
+        return tfds.core.DatasetInfo(builder=self, features=tfds.features.FeaturesDict(features))
 
     def _split_generators(self, dl_manager):
         return {"train": self._generate_examples()}
