@@ -74,7 +74,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import synthetic  # the test videos' maker
-from video_tfrecords import ClipSource, clip_decode, records
+from video_tfrecords import ClipSource, clip_decode, dataset_files, example_parser
 
 HEIGHT, WIDTH, FRAMES = 256, 340, 250
 SEED = 2024
@@ -141,7 +141,7 @@ class HashedFingerprints(ClipSource):
     datasets built before `video_fingerprint` was stored (2.2.0)."""
 
     def _fingerprint(self, record_index: int, frames, parsed: dict) -> int:
-        without = {k: v for k, v in parsed.items() if k != records.FINGERPRINT}
+        without = {k: v for k, v in parsed.items() if k != dataset_files.FINGERPRINT}
         return super()._fingerprint(record_index, frames, without)
 
 
@@ -168,7 +168,7 @@ class Limit:
 
     def __init__(self, source: ClipSource):
         self.videos = [
-            [bytes(f) for f in records.parse_example(source.reader.read(i))["video"]]
+            [bytes(f) for f in example_parser.parse_example(source.reader.read(i))["video"]]
             for i in range(len(source))
         ]
         self.indices = [  # the frames of each video's clip (the same seed as the others)
@@ -204,7 +204,7 @@ class Source:
         if self.sample:
             self.source[video]
         else:  # records only: read and parse
-            records.parse_example(self.source.reader.read(video))
+            example_parser.parse_example(self.source.reader.read(video))
 
 
 class TfPath:

@@ -29,9 +29,11 @@ from video_tfrecords import (
     clip_plan,
     clip_source,
     fold_in,
-    records,
 )
 from video_tfrecords.config import DATASET_VERSION
+from video_tfrecords.dataset_files import FINGERPRINT, FRAME_CHECKSUMS, split_shards
+from video_tfrecords.example_parser import parse_example
+from video_tfrecords.shard_reader import CorruptRecordError, SplitReader
 
 CONFIG = "reader"
 LENGTHS = (12, 15, 18, 21, 24, 3)  # the last one is shorter than most clips
@@ -93,12 +95,12 @@ def all_examples(source):
 
 
 def test_parse_example_matches_protobuf(tfrecord):
-    reader = records.SplitReader(records.split_shards(tfrecord.data_path, "train"))
+    reader = SplitReader(split_shards(tfrecord.data_path, "train"))
     assert len(reader) == len(LENGTHS)
     for index in range(len(reader)):
         data = reader.read(index)
         reference = tf_example_pb2.Example.FromString(bytes(data)).features.feature
-        parsed = records.parse_example(data)
+        parsed = parse_example(data)
         assert set(parsed) == set(reference)
         for name, feature in reference.items():
             kind = feature.WhichOneof("kind")
@@ -107,81 +109,6 @@ def test_parse_example_matches_protobuf(tfrecord):
                 assert [bytes(v) for v in parsed[name]] == expected, name
             else:
                 np.testing.assert_array_equal(parsed[name], np.asarray(expected, np.float64))
-
-
-def test_parse_example_reads_other_valid_encodings_as_protobuf_does():
-    """Encodings TFDS's writer does not produce (the parser's general path), against protobuf."""
-
-    def varint(n):
-        return bytes([n & 0x7F | 0x80]) + varint(n >> 7) if n >= 0x80 else bytes([n])
-
-    def field(number, payload, wire=2):
-        if wire == 2:
-            return bytes([number << 3 | 2]) + varint(len(payload)) + payload
-        return bytes([number << 3 | wire]) + payload
-
-    def entry(parts):
-        return field(1, parts)  # one Features.feature map entry
-
-    floats = np.array([1.5, -2.25], "<f4").tobytes()
-    entries = [
-        # the Feature before the name
-        field(2, field(3, field(1, bytes([7])))) + field(1, b"value_first"),
-        # an Int64List unpacked (one varint field per value), then a packed run
-        field(1, b"unpacked")
-        + field(
-            2,
-            field(
-                3,
-                field(1, bytes([0xAC, 0x02]), 0)
-                + field(1, bytes([9]), 0)
-                + field(1, bytes([1, 2])),
-            ),
-        ),
-        # a FloatList unpacked (fixed32 fields) and packed
-        field(1, b"floats") + field(2, field(2, field(1, floats[:4], 5) + field(1, floats[4:]))),
-        # a Feature with two lists: the last one counts (a oneof)
-        field(1, b"two_lists") + field(2, field(1, field(1, b"x")) + field(3, field(1, b"\x04"))),
-        # empty bytes values, and an empty Feature
-        field(1, b"empty_bytes")
-        + field(2, field(1, field(1, b"") + field(1, b"") + field(1, b"a"))),
-        field(1, b"no_list") + field(2, b""),
-    ]
-    record = field(1, b"".join(entry(e) for e in entries))
-    reference = tf_example_pb2.Example.FromString(record).features.feature
-    parsed = records.parse_example(record)
-    assert set(parsed) == set(reference)
-    for name, feature in reference.items():
-        kind = feature.WhichOneof("kind")
-        expected = list(getattr(feature, kind).value) if kind else []
-        if kind == "bytes_list":
-            assert [bytes(v) for v in parsed[name]] == expected, name
-        else:
-            assert list(parsed[name]) == expected, name
-    assert list(parsed["unpacked"]) == [300, 9, 1, 2]  # the reference is not empty
-
-
-def test_a_packed_varint_running_past_its_list_is_refused():
-    def field(number, payload):  # a length-delimited protobuf field (payloads under 128 bytes)
-        return bytes([number << 3 | 2, len(payload)]) + payload
-
-    def example(packed):  # written by hand: protobuf's map order differs between processes
-        n = field(1, b"n") + field(2, field(3, field(1, packed)))  # Int64List, packed
-        z = field(1, b"z") + field(2, field(1, field(1, b"more data after the list")))
-        return field(1, field(1, n) + field(1, z))
-
-    whole = example(bytes([0xAC, 0x02, 0x05]))  # 300, 5
-    reference = tf_example_pb2.Example.FromString(whole).features.feature["n"]
-    assert list(reference.int64_list.value) == [300, 5]
-    assert records.parse_example(whole)["n"].tolist() == [300, 5]
-    damaged = example(bytes([0xAC, 0x02, 0x85]))  # the last varint claims a byte past its list
-    with pytest.raises(ValueError, match="not a well-formed"):
-        records.parse_example(damaged)
-    long = bytes([0xAC, 0x02] * 30)  # 30 values: decoded with array operations
-    assert records.parse_example(example(long))["n"].tolist() == [300] * 30
-    for bad in (long[:-1], long[:-1] + bytes([0x82]), long + bytes([0xFF] * 10 + [0x01])):
-        with pytest.raises(ValueError, match="not a well-formed"):
-            records.parse_example(example(bad))
 
 
 def test_order_and_scalar_features_match_tfds(tfrecord):
@@ -449,21 +376,21 @@ def frame_offset(shard, frame: int) -> int:
 
 
 def test_the_builder_stores_each_frames_crc32c(tfrecord):
-    reader = records.SplitReader(records.split_shards(tfrecord.data_path, "train"))
+    reader = SplitReader(split_shards(tfrecord.data_path, "train"))
     for index in range(len(reader)):
         feature = tf_example_pb2.Example.FromString(bytes(reader.read(index))).features.feature
         frames = feature["video"].bytes_list.value
-        stored = list(feature[records.FRAME_CHECKSUMS].int64_list.value)
+        stored = list(feature[FRAME_CHECKSUMS].int64_list.value)
         assert stored == [google_crc32c.value(frame) for frame in frames]
 
 
 def test_the_builder_stores_each_videos_fingerprint(tfrecord):
     # TF's graph of the fingerprint (the TF path's own) is the reference.
-    reader = records.SplitReader(records.split_shards(tfrecord.data_path, "train"))
+    reader = SplitReader(split_shards(tfrecord.data_path, "train"))
     for index in range(len(reader)):
         feature = tf_example_pb2.Example.FromString(bytes(reader.read(index))).features.feature
         frames = list(feature["video"].bytes_list.value)
-        (stored,) = feature[records.FINGERPRINT].int64_list.value
+        (stored,) = feature[FINGERPRINT].int64_list.value
         assert stored == int(clip_plan.video_fingerprint(tf.constant(frames, tf.string)))
 
 
@@ -479,7 +406,7 @@ def test_a_seeded_read_takes_the_stored_fingerprint(tfrecord, monkeypatch):
 def test_a_corrupt_frame_is_caught_when_a_clip_reads_it(tfrecord, tmp_path):
     # Each frame's CRC32C is checked when a clip reads it; frames no clip reads are not.
     folder = copy_dataset(tfrecord, tmp_path)
-    count = len(records.parse_example(source_of(tfrecord).reader.read(0))["video"])
+    count = len(parse_example(source_of(tfrecord).reader.read(0))["video"])
     assert count >= 5  # so that the middle frames of a 2-frame center clip are not frame 0
     source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=count)
     name = source[0]["filename"]  # every frame of the first record, read before the damage
@@ -489,7 +416,7 @@ def test_a_corrupt_frame_is_caught_when_a_clip_reads_it(tfrecord, tmp_path):
     assert center[0]["video"].shape == (2, 48, 64, 3)  # two middle frames: not damaged
     fresh = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=count)
     for whole in (fresh, source):
-        with pytest.raises(records.CorruptRecordError, match="CRC32C") as error:
+        with pytest.raises(CorruptRecordError, match="CRC32C") as error:
             whole[0]  # a fresh source, and one that had read the record before the damage
         assert "Frame 0 " in str(error.value)
         assert shard in str(error.value) and name in str(error.value)
@@ -500,11 +427,11 @@ def test_a_pickled_copy_checks_frames_too(tfrecord, tmp_path):
     source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=3, mode="center")
     source = source.index_all()
     name = source[0]["filename"]
-    middle = len(records.parse_example(source.reader.read(0))["video"]) // 2
+    middle = len(parse_example(source.reader.read(0))["video"]) // 2
     worker_copy = pickle.dumps(source)
     shard = str(folder / os.path.basename(source.reader.shards.paths[0]))
     flip_a_byte(shard, frame_offset(shard, middle), 0x01)
-    with pytest.raises(records.CorruptRecordError, match=f"Frame {middle} .*CRC32C") as error:
+    with pytest.raises(CorruptRecordError, match=f"Frame {middle} .*CRC32C") as error:
         pickle.loads(worker_copy)[0]
     assert shard in str(error.value) and name in str(error.value)
 
@@ -522,7 +449,7 @@ def test_damage_outside_the_frames_is_caught_on_a_first_read(tfrecord, tmp_path)
         if damage == "filename":
             target = data.index(name) + 1
         else:  # the low bit of the first byte of the first frame's stored checksum
-            first = feature[records.FRAME_CHECKSUMS].int64_list.value[0]
+            first = feature[FRAME_CHECKSUMS].int64_list.value[0]
             varint = bytes(
                 [
                     (first >> 7 * i & 0x7F) | (0x80 if first >> 7 * (i + 1) else 0)
@@ -534,7 +461,7 @@ def test_damage_outside_the_frames_is_caught_on_a_first_read(tfrecord, tmp_path)
         worker_copy = pickle.dumps(source.index_all())
         flip_a_byte(shard, 12 + target, 0x01)
         for reader in (source, pickle.loads(worker_copy)):
-            with pytest.raises(records.CorruptRecordError, match="outside its frames") as error:
+            with pytest.raises(CorruptRecordError, match="outside its frames") as error:
                 reader[0]
             assert shard in str(error.value)
 
@@ -543,10 +470,10 @@ def test_check_records_checks_every_byte_on_a_first_read(tfrecord, tmp_path):
     folder = copy_dataset(tfrecord, tmp_path)
     center = {"data_dir": tmp_path, "config": CONFIG, "num_frames": 2, "mode": "center"}
     shard = str(folder / os.path.basename(ClipSource("train", **center).reader.shards.paths[0]))
-    assert len(records.parse_example(first_record(shard))["video"]) >= 5
+    assert len(parse_example(first_record(shard))["video"]) >= 5
     flip_a_byte(shard, frame_offset(shard, 0))  # a frame the center clip does not read
     assert ClipSource("train", **center)[0]["video"].shape == (2, 48, 64, 3)
-    with pytest.raises(records.CorruptRecordError, match="is corrupt .CRC32C mismatch"):
+    with pytest.raises(CorruptRecordError, match="is corrupt .CRC32C mismatch"):
         ClipSource("train", check_records=True, **center)[0]
 
 
@@ -556,12 +483,12 @@ def test_frame_and_checksum_counts_must_match(tfrecord, tmp_path):
     shard = str(folder / os.path.basename(source.reader.shards.paths[0]))
     raw = first_record(shard)
     example = tf_example_pb2.Example.FromString(raw)
-    del example.features.feature[records.FRAME_CHECKSUMS].int64_list.value[-1]
+    del example.features.feature[FRAME_CHECKSUMS].int64_list.value[-1]
     with open(shard, "rb") as f:
         rest = f.read()[12 + len(raw) + 4 :]
     with open(shard, "wb") as f:
         f.write(frame_record(example) + rest)
-    with pytest.raises(records.CorruptRecordError, match="frames but .* frame checksums"):
+    with pytest.raises(CorruptRecordError, match="frames but .* frame checksums"):
         ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)[0]
 
 
@@ -585,7 +512,7 @@ def test_corrupt_jpeg_with_valid_checksum_names_the_video_and_file(tfrecord, tmp
     example = tf_example_pb2.Example.FromString(raw)
     frames = example.features.feature["video"].bytes_list.value
     name = example.features.feature["filename"].bytes_list.value[0].decode()
-    checksums = example.features.feature[records.FRAME_CHECKSUMS].int64_list.value
+    checksums = example.features.feature[FRAME_CHECKSUMS].int64_list.value
     for i in range(len(frames)):
         frames[i] = frames[i][: len(frames[i]) // 2]  # cut short: no end-of-image marker
         checksums[i] = google_crc32c.value(frames[i])  # checksums that match the damage
@@ -606,7 +533,7 @@ def test_corrupt_array_record_names_the_file(array_record, tmp_path):
     data[len(data) // 4] ^= 0x40
     shard.write_bytes(bytes(data))
     source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
-    with pytest.raises(records.CorruptRecordError, match=str(shard)):
+    with pytest.raises(CorruptRecordError, match=str(shard)):
         all_examples(source)
 
 
@@ -616,7 +543,7 @@ def test_record_count_must_match_dataset_info(tfrecord, tmp_path):
     shard = folder / os.path.basename(source.reader.shards.paths[-1])
     shard.write_bytes(b"")
     fresh = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
-    with pytest.raises(records.CorruptRecordError, match="holds 0 records"):
+    with pytest.raises(CorruptRecordError, match="holds 0 records"):
         fresh[len(fresh) - 1]
 
 
@@ -682,6 +609,6 @@ def test_a_dataset_without_frame_checksums_gets_each_record_checked(tmp_path):
     worker_copy = pickle.dumps(source)
     shard = source.reader.shards.paths[0]
     flip_a_byte(shard, frame_offset(shard, 0))  # a frame the center clip does not read
-    with pytest.raises(records.CorruptRecordError, match="CRC32C") as error:
+    with pytest.raises(CorruptRecordError, match="CRC32C") as error:
         pickle.loads(worker_copy)[0]
     assert shard in str(error.value) and name in str(error.value)

@@ -8,6 +8,7 @@ path's clips, for TFRecord and array_record builds. Takes about 70 s with a
 warm pip cache (most of it pip installing into the new venv).
 """
 
+import os
 import pathlib
 import shutil
 import subprocess
@@ -26,8 +27,11 @@ FORMATS = ("tfrecord", "array_record")
 
 
 def run(command, **kwargs):
-    """Runs a command; fails the test with its output if it fails."""
-    result = subprocess.run(command, capture_output=True, text=True, check=False, **kwargs)
+    """Runs a command; fails the test with its output if it fails.
+
+    Without PYTHONPATH: the new venv must import its installed package, not a checkout's."""
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    result = subprocess.run(command, capture_output=True, text=True, check=False, env=env, **kwargs)
     assert result.returncode == 0, f"{command}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
 

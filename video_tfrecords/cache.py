@@ -1,14 +1,16 @@
 """The build's cache of encoded videos: what makes a killed build resumable.
 
-Every video is encoded into the cache first, one file per example (segment),
-and the split writer reads the examples from there. An entry is keyed on the
-video (its path, size and modification time) and on the config fields that
-shape its frames, so a rerun of the same build finds the videos it had
-already encoded and does not decode them again. An entry counts only once its
-`done.json` exists, which is written last and lists every file's size and
-CRC32C: an entry cut short by a kill, or damaged since, is re-encoded, never
-written as data. Paths go through `etils.epath`, so the cache can live on
-any file system the build's data dir can (GCS for Beam on Dataflow).
+`cached` wraps the encoding of one video: it reads the video's entry back if
+the cache holds it whole, else runs the encoding and stores what it makes, one
+file per example (segment); the split writer reads the examples from there.
+An entry is keyed on the video (its path, size and modification time) and on
+the config fields that shape its frames, so a rerun of the same build finds
+the videos it had already encoded and does not decode them again. An entry
+counts only once its `done.json` exists, which is written last and lists every
+file's size and CRC32C: an entry cut short by a kill, or damaged since, is
+re-encoded, never written as data. Paths go through `etils.epath`, so the
+cache can live on any file system the build's data dir can (GCS for Beam on
+Dataflow).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import hashlib
 import json
 import os
 import pickle
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from awscrt import checksums
 from etils import epath
@@ -139,3 +141,39 @@ class Cache:
 
     def writer(self, key: str) -> EntryWriter:
         return EntryWriter(self.folder(key))
+
+
+def cached(
+    root: epath.PathLike, key: Callable[[], str], encode: Callable[[Callable[[dict], None]], dict]
+) -> Entry:
+    """One video's entry in the cache at `root`: read back if it is there whole, else encoded.
+
+    `key()` names the entry; an OSError from it (the video cannot be found) counts as
+    a miss, so that `encode` says precisely why the video cannot be read.
+    `encode(add)` encodes the video, giving each example (segment) to `add` as soon as
+    it is made (written at once: memory holds one), and returns the entry's summary.
+    The entry's folder is made at the first example, and removed if `encode` or the
+    writing raises: only a finished entry is ever read back.
+    """
+    store = Cache(root)
+    try:
+        entry = store.lookup(key())
+    except OSError:
+        entry = None
+    if entry is not None:
+        return entry
+    writer: EntryWriter | None = None
+
+    def add(part: dict) -> None:
+        nonlocal writer
+        writer = writer or store.writer(key())
+        writer.add(part)
+
+    try:
+        summary = encode(add)
+        writer = writer or store.writer(key())
+        return writer.finish(summary)
+    except BaseException:
+        if writer is not None:
+            writer.discard()
+        raise

@@ -1,7 +1,7 @@
 """`ClipSource`: random access to clips of a prepared dataset, without TensorFlow.
 
 For PyTorch (`torch.utils.data.Dataset`), JAX and Grain (`grain.MapDataset.source`).
-It reads the records itself (`records`) and decodes only the clip's JPEGs with
+It reads the records itself (`shard_reader`) and decodes only the clip's JPEGs with
 libjpeg-turbo (`clip_decode.sample_np`), so a seeded clip equals the one that
 `tfds.load(..., decoders={"video": ClipDecoder(..., seed=S)})` gives.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from video_tfrecords import clip_decode, clip_plan, records
+from video_tfrecords import clip_decode, clip_plan, dataset_files, example_parser, shard_reader
 from video_tfrecords.clip_spec import ClipSpec, is_int
 
 __all__ = ["ClipSource"]
@@ -90,10 +90,10 @@ class ClipSource:
         )
         if dataset_dir is None:
             config_name = getattr(config, "name", config) or DEFAULT_CONFIG
-            dataset_dir = records.find_dataset_dir(data_dir, config_name, version)
+            dataset_dir = dataset_files.find_dataset_dir(data_dir, config_name, version)
         self.dataset_dir = str(dataset_dir)
-        info = records.read_info(self.dataset_dir)
-        self.features = records.read_features(self.dataset_dir)
+        info = dataset_files.read_info(self.dataset_dir)
+        self.features = dataset_files.read_features(self.dataset_dir)
         missing = [name for name in REQUIRED_FEATURES if name not in self.features]
         if missing:
             raise ValueError(
@@ -101,22 +101,22 @@ class ClipSource:
                 "not a video_tfrecords dataset."
             )
         self.split = split
-        shards = records.split_shards(self.dataset_dir, split, info)
+        shards = dataset_files.split_shards(self.dataset_dir, split, info)
         # With each frame's checksum stored, a read checks the frames it decodes, and a first
         # read the rest of the record, not the whole record (array_record checks its own).
         self._frame_checks = (
-            records.FRAME_CHECKSUMS in self.features
+            dataset_files.FRAME_CHECKSUMS in self.features
             and shards.file_format == "tfrecord"
             and not check_records
         )
-        self.reader = records.SplitReader(shards, check_records=not self._frame_checks)
-        self._range = records.index_range(len(self.reader), shard_index, num_shards)
+        self.reader = shard_reader.SplitReader(shards, check_records=not self._frame_checks)
+        self._range = dataset_files.index_range(len(self.reader), shard_index, num_shards)
         self._scalars = {
             name: feature
             for name, feature in self.features.items()
             if feature.is_scalar and name not in REQUIRED_FEATURES
         }
-        self.label_names = records.read_label_names(self.dataset_dir)
+        self.label_names = dataset_files.read_label_names(self.dataset_dir)
         self._epoch: int | None = None
         self._new_fingerprint_cache()
 
@@ -204,29 +204,29 @@ class ClipSource:
         """The output dict of one record: the sampled clip and the scalar features."""
         where = lambda: f"{self.reader.where(record_index)}, split {self.split!r}"
         try:
-            parsed = records.parse_example(record)
+            parsed = example_parser.parse_example(record)
         except ValueError as e:
-            raise records.CorruptRecordError(f"{where()}: {e}") from e
+            raise shard_reader.CorruptRecordError(f"{where()}: {e}") from e
         missing = [name for name in REQUIRED_FEATURES if not len(parsed.get(name, ()))]
         if "filename" not in missing:
             filename = bytes(parsed["filename"][0]).decode("utf-8", "replace")
         if missing:
             video = "" if "filename" in missing else f" (video `{filename}`)"
-            raise records.CorruptRecordError(f"{where()}{video} has no {', '.join(missing)}.")
+            raise shard_reader.CorruptRecordError(f"{where()}{video} has no {', '.join(missing)}.")
         frames = parsed["video"]
         if self._frame_checks:
             video_where = lambda: f"video `{filename}` ({where()})"
-            checksums = parsed.get(records.FRAME_CHECKSUMS, ())
-            if not isinstance(frames, records.ByteValues):
-                raise records.CorruptRecordError(f"{video_where()}: its frames are not bytes.")
-            frames = records.CheckedFrames(frames, checksums, video_where)
+            checksums = parsed.get(dataset_files.FRAME_CHECKSUMS, ())
+            if not isinstance(frames, example_parser.ByteValues):
+                raise shard_reader.CorruptRecordError(f"{video_where()}: its frames are not bytes.")
+            frames = shard_reader.CheckedFrames(frames, checksums, video_where)
             self.reader.check_outside_frames(record_index, record, parsed["video"], checksums)
         fingerprint = None if seed is None else self._fingerprint(record_index, frames, parsed)
         try:
             video = clip_decode.sample_np(
                 self.spec, frames, seed, name=filename, fingerprint=fingerprint, out=out
             )
-        except records.CorruptRecordError:
+        except shard_reader.CorruptRecordError:
             raise  # names the video and its file already
         except ValueError as e:
             raise ValueError(f"{e} ({where()})") from e
@@ -240,7 +240,7 @@ class ClipSource:
     def _fingerprint(self, record_index: int, frames, parsed: dict) -> int:
         """The video's `clip_plan.video_fingerprint`: stored in the record (2.2.0 on, checked
         with it), else hashed once per process."""
-        stored = parsed.get(records.FINGERPRINT)
+        stored = parsed.get(dataset_files.FINGERPRINT)
         if stored is not None and len(stored):
             return int(stored[0])
         position = record_index - self._range.start
@@ -265,7 +265,7 @@ class ClipSource:
         self.reader.close()
 
 
-def _scalar(feature: records.Feature, values):
+def _scalar(feature: dataset_files.Feature, values):
     """One value of a scalar feature: str for Text, else a NumPy scalar of its dtype."""
     if feature.kind == "Text":
         return bytes(values[0]).decode("utf-8", "replace")

@@ -1,10 +1,12 @@
 """One manifest entry -> the examples that store its video, or a record of why not.
 
 `encode` runs where the video is decoded (a build worker, a Beam worker or the
-build process itself): it picks the frames to keep, resizes and JPEG-encodes
-them one at a time into the build cache, a file per segment, so memory holds
-one segment's JPEG bytes, never a video's raw frames. `examples_of` then
-reads the examples back for TFDS's writer. A bad video becomes a skip record
+build process itself). `encode_video` picks the frames to keep, resizes and
+JPEG-encodes them one at a time, handing out each segment as it is made; `encode`
+wraps it in the build cache (`cache.cached`), which stores a file per segment, so
+memory holds one segment's JPEG bytes, never a video's raw frames, and a resumed
+build reads back what it had encoded. `examples_of` then reads the examples back
+for TFDS's writer. A bad video becomes a skip record
 `{split, path, reason}`: nothing is dropped without a trace. Like `video_io`,
 this module does not import TensorFlow.
 """
@@ -16,7 +18,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import cv2
 import numpy as np
@@ -178,23 +180,12 @@ def encode(task: Task) -> Outcome:
     Only a bad video is a skip record: a failure to write the cache (a full disk)
     raises, as it would be one for every video after it.
     """
-    store = cache.Cache(task.cache_root)
-    entry = _cached(store, task)  # a resumed build opens no video it has already encoded
-    if entry is None:
-        try:
-            video = video_io.Video(task.video_path, threads=task.decoder_threads)
-        except video_io.VideoError as e:
-            return Outcome(task, skipped=task.record(str(e)))
-        with video:
-            writer = store.writer(_cache_key(task))
-            try:
-                entry = writer.finish(_encode_into(task, video, writer))
-            except video_io.VideoError as e:
-                writer.discard()
-                return Outcome(task, skipped=task.record(str(e)))
-            except BaseException:
-                writer.discard()
-                raise
+    try:  # a resumed build opens no video it has already encoded
+        entry = cache.cached(
+            task.cache_root, lambda: _cache_key(task), lambda add: encode_video(task, add)
+        )
+    except video_io.VideoError as e:
+        return Outcome(task, skipped=task.record(str(e)))
     damage = entry.summary["damage"]
     if damage and task.config.strict:
         return Outcome(task, skipped=task.record(f"{damage} (strict build)"))
@@ -244,19 +235,16 @@ def _has_entry(task: Task) -> bool:
     return cache.Cache(task.cache_root).has(key)
 
 
-def _cached(store: cache.Cache, task: Task) -> cache.Entry | None:
-    """The video's finished cache entry, or None (also when the file cannot be found:
-    opening it then says precisely why)."""
-    try:
-        return store.lookup(_cache_key(task))
-    except OSError:
-        return None
+def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
+    """Decodes the task's video and gives each of its examples (segments) to `add` as it is
+    made; returns the summary: the fields the video gives (not those the manifest gives:
+    label and name come from the task when read back) and its damage, if any."""
+    with video_io.Video(task.video_path, threads=task.decoder_threads) as video:
+        return _encode_frames(task, video, add)
 
 
-def _encode_into(task: Task, video: video_io.Video, writer: cache.EntryWriter) -> dict:
-    """Writes the video's segments into `writer`; returns the summary: the fields the video
-    gives (not those the manifest gives: label and name come from the task when read back)
-    and its damage, if any."""
+def _encode_frames(task: Task, video: video_io.Video, add: Callable[[dict], None]) -> dict:
+    """`encode_video`'s work, on the opened video."""
     config, info = task.config, video.info
     size = stored_size(info, config)
     limit = config.segment_frames or math.inf
@@ -277,10 +265,10 @@ def _encode_into(task: Task, video: video_io.Video, writer: cache.EntryWriter) -
         segment.add(last_jpeg, time)
         times.append(time)
         if len(segment.frames) == limit:
-            writer.add(segment.example())
+            add(segment.example())
             segment = _Segment(start=len(times))
     if segment.frames:
-        writer.add(segment.example())
+        add(segment.example())
     if not times:
         raise video_io.VideoError("no frame could be decoded")
     fields = {

@@ -10,7 +10,7 @@ import tensorflow_datasets as tfds
 from etils import epath
 
 from video_tfrecords import config as config_lib
-from video_tfrecords import examples, manifest, parallel, records
+from video_tfrecords import examples, manifest, parallel, shard_reader
 from video_tfrecords.examples import VideoBuildError
 
 __all__ = ["Builder", "VideoBuildError"]
@@ -119,7 +119,8 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             self._cache_dir is not None
             and self.info.file_format == tfds.core.FileFormat.ARRAY_RECORD
         ):
-            records.note_array_record_use()  # TFDS's writer ran here: workers forked now would crash
+            # TFDS's writer ran here: workers forked now would crash
+            shard_reader.note_array_record_use()
         if self._use_beam:
             self._collect_beam_records()
         if self._cache_dir is not None and not self.builder_config.keep_cache:

@@ -1,13 +1,8 @@
-"""Reading a prepared dataset without TensorFlow: find it, index its shards, parse its examples.
+"""Reading a split's records by index from its shards, with their checksums checked.
 
-TFDS's own readers (`tfds.data_source`, `builder_from_directory`) build the
-features' decoders, and the Video feature needs TensorFlow. This module reads
-what TFDS wrote directly instead: `dataset_info.json` and `features.json` for
-the splits, shards and features; TFRecord shards through an offset index into
-a read-only memory map; array_record shards through their own reader (it
-checks its own hashes on every read); and `tf.train.Example` with a small
-wire-format parser that hands out the frames as views into the record (no
-copy of the JPEG bytes).
+TFRecord shards are read through an offset index into a read-only memory map
+(a record is a view into the page cache, no copy); array_record shards
+through array_record's own reader (it checks its own hashes on every read).
 
 Checksums: a TFRecord record's CRC32C covers the whole record, so checking it
 reads every byte (0.7 ms for a 6.6 MB record, most of it memory bandwidth),
@@ -25,38 +20,25 @@ the process (tf.data checks on every read).
 from __future__ import annotations
 
 import bisect
-import collections.abc
-import dataclasses
-import json
 import mmap
 import os
 import struct
 import threading
 
 import numpy as np
-import tensorflow_datasets as tfds
 from awscrt import checksums
 
+from video_tfrecords.dataset_files import Shards
+from video_tfrecords.example_parser import ByteValues, parse_example
+
 __all__ = [
-    "DATASET_NAME",
-    "FINGERPRINT",
-    "FRAME_CHECKSUMS",
-    "ByteValues",
     "CheckedFrames",
     "CorruptRecordError",
-    "Feature",
     "SplitReader",
-    "find_dataset_dir",
-    "parse_example",
-    "read_features",
-    "read_label_names",
-    "split_shards",
+    "crc32c_outside_frames",
+    "note_array_record_use",
 ]
 
-DATASET_NAME = "video_tfrecords"
-FRAME_CHECKSUMS = "frame_crc32c"  # the feature holding each frame's CRC32C
-FINGERPRINT = "video_fingerprint"  # the stored clip_plan.video_fingerprint (2.2.0 on)
-FILE_FORMATS = ("tfrecord", "array_record")
 # The two reads TFDS offers, as array_record options: none of the read-ahead a
 # sequential scan wants, which only wastes I/O on random access.
 _ARRAY_RECORD_OPTIONS = "readahead_buffer_size:0,max_parallelism:0"
@@ -79,169 +61,6 @@ os.register_at_fork(after_in_child=_new_opening_lock)
 
 class CorruptRecordError(ValueError):
     """A record whose bytes fail their checksum or do not parse as a tf.train.Example."""
-
-
-# ---------------------------------------------------------------------------
-# Finding the dataset, its splits and its features.
-# ---------------------------------------------------------------------------
-
-
-def default_data_dir() -> str:
-    """TFDS's default data dir (TFDS_DATA_DIR, else ~/tensorflow_datasets), as tfds.load uses."""
-    return tfds.core.constants.get_default_data_dir()
-
-
-def _subfolders(path: str) -> list[str]:
-    return sorted(e.name for e in os.scandir(path) if e.is_dir()) if os.path.isdir(path) else []
-
-
-def _versions(config_dir: str) -> list[tfds.core.Version]:
-    """The complete versions prepared in a config folder (those with a dataset_info.json)."""
-    versions = []
-    for name in _subfolders(config_dir):
-        if os.path.isfile(os.path.join(config_dir, name, "dataset_info.json")):
-            try:
-                versions.append(tfds.core.Version(name))
-            except ValueError:
-                continue  # TFDS's "incomplete.*" folders of a build in progress
-    return sorted(versions)
-
-
-def find_dataset_dir(
-    data_dir: str | os.PathLike | None, config: str, version: str | None = None
-) -> str:
-    """The folder of a prepared config, as tfds.load finds it: data_dir/name/config/version.
-
-    Without `version`, the latest complete version present. Errors say what exists.
-    """
-    data_dir = os.path.expanduser(os.fspath(data_dir or default_data_dir()))
-    dataset_dir = os.path.join(data_dir, DATASET_NAME)
-    configs = [c for c in _subfolders(dataset_dir) if _versions(os.path.join(dataset_dir, c))]
-    if not configs:
-        raise FileNotFoundError(
-            f"No prepared {DATASET_NAME} dataset in {data_dir} (nothing in {dataset_dir}). "
-            f"Build one with `tfds build {DATASET_NAME} --manual_dir=... --data_dir={data_dir}`."
-        )
-    if config not in configs:
-        raise FileNotFoundError(
-            f"No prepared config {config!r} of {DATASET_NAME} in {dataset_dir}; "
-            f"prepared configs: {', '.join(configs)}."
-        )
-    versions = _versions(os.path.join(dataset_dir, config))
-    if version is None:
-        chosen = versions[-1]
-    else:
-        matches = [v for v in versions if str(v) == str(version)]
-        if not matches:
-            listed = ", ".join(map(str, versions))
-            raise FileNotFoundError(
-                f"No version {version} of {DATASET_NAME}/{config} in {dataset_dir}; "
-                f"prepared versions: {listed}."
-            )
-        chosen = matches[0]
-    return os.path.join(dataset_dir, config, str(chosen))
-
-
-def read_info(dataset_dir: str) -> dict:
-    """The parsed dataset_info.json of a prepared dataset folder."""
-    path = os.path.join(dataset_dir, "dataset_info.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        raise FileNotFoundError(f"Cannot read the dataset info {path}: {e}") from e
-
-
-@dataclasses.dataclass(frozen=True)
-class Shards:
-    """The files of one split, in TFDS's read order, with their number of examples."""
-
-    split: str
-    file_format: str
-    paths: tuple[str, ...]
-    lengths: tuple[int, ...]
-
-
-def split_shards(dataset_dir: str, split: str, info: dict | None = None) -> Shards:
-    """The shard files of `split`, named as TFDS names them; an error lists the splits."""
-    info = info if info is not None else read_info(dataset_dir)
-    splits = {s["name"]: s for s in info.get("splits", [])}
-    if split not in splits:
-        raise ValueError(
-            f"No split {split!r} in {dataset_dir}; splits: {', '.join(splits) or 'none'}."
-        )
-    file_format = info.get("fileFormat") or "tfrecord"
-    if file_format not in FILE_FORMATS:
-        raise ValueError(
-            f"{dataset_dir} is stored as {file_format!r}; readable formats: {FILE_FORMATS}."
-        )
-    lengths = tuple(int(n) for n in splits[split].get("shardLengths", []))
-    template = tfds.core.ShardedFileTemplate(
-        data_dir=tfds.core.Path(dataset_dir),
-        template=splits[split].get("filepathTemplate")
-        or "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}",
-        dataset_name=info.get("name", DATASET_NAME),
-        split=split,
-        filetype_suffix=file_format,
-    )
-    paths = tuple(os.fspath(p) for p in template.sharded_filepaths(len(lengths)))
-    return Shards(split, file_format, paths, lengths)
-
-
-@dataclasses.dataclass(frozen=True)
-class Feature:
-    """What features.json says about one feature: its TFDS class, dtype and shape."""
-
-    kind: str  # TFDS class name: "Video", "ClassLabel", "Text", "Scalar", "Tensor", ...
-    dtype: str | None = None
-    shape: tuple[int, ...] | None = None
-
-    @property
-    def is_scalar(self) -> bool:
-        """Whether an example holds one value of it (a label, a string, a number)."""
-        return self.kind in ("ClassLabel", "Text") or (
-            self.kind in ("Scalar", "Tensor") and self.shape == ()
-        )
-
-
-def read_features(dataset_dir: str) -> dict[str, Feature]:
-    """The top-level features of a prepared dataset, from its features.json."""
-    path = os.path.join(dataset_dir, "features.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            features = json.load(f)["featuresDict"]["features"]
-    except (OSError, ValueError, KeyError) as e:
-        raise FileNotFoundError(f"Cannot read the features of {path}: {e!r}") from e
-    parsed = {}
-    for name, feature in features.items():
-        kind = feature.get("pythonClassName", "").rsplit(".", 1)[-1]
-        tensor = feature.get("tensor") or {}
-        dims = tensor.get("shape", {}).get("dimensions", [])
-        parsed[name] = Feature(kind, tensor.get("dtype"), tuple(int(d) for d in dims))
-    return parsed
-
-
-def read_label_names(dataset_dir: str, feature: str = "label") -> list[str] | None:
-    """Class names of a ClassLabel feature (line i = id i), or None if TFDS wrote none."""
-    path = os.path.join(dataset_dir, f"{feature}.labels.txt")
-    if not os.path.isfile(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return [line for line in f.read().splitlines() if line]
-
-
-def index_range(length: int, shard_index: int, num_shards: int) -> range:
-    """The `shard_index`-th of `num_shards` contiguous, disjoint, near-equal parts of the range."""
-    if not (isinstance(num_shards, int) and num_shards > 0):
-        raise ValueError(f"num_shards must be a positive int, got {num_shards!r}.")
-    if not (isinstance(shard_index, int) and 0 <= shard_index < num_shards):
-        raise ValueError(f"shard_index must be an int in [0, {num_shards}), got {shard_index!r}.")
-    return range(length * shard_index // num_shards, length * (shard_index + 1) // num_shards)
-
-
-# ---------------------------------------------------------------------------
-# Reading records.
-# ---------------------------------------------------------------------------
 
 
 def _mask(crc: int) -> int:
@@ -271,27 +90,6 @@ def crc32c_outside_frames(record, frames: ByteValues, frame_crcs) -> int:
         crc = combine(crc32c(record[pos:start], crc), frame_crc, stop - start)
         pos = stop
     return crc32c(record[pos:], crc)
-
-
-class ByteValues(collections.abc.Sequence):
-    """The values of a BytesList: where each lies in the record, viewed when accessed.
-
-    A sequence of memoryviews into the record (no copy); a clip reads a few of
-    a video's frames, so only those get a view.
-    """
-
-    __slots__ = ("record", "starts", "stops")
-
-    def __init__(self, record: memoryview, starts: list[int], stops: list[int]):
-        self.record, self.starts, self.stops = record, starts, stops
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        return self.record[self.starts[index] : self.stops[index]]
 
 
 class CheckedFrames:
@@ -617,211 +415,6 @@ class SplitReader:
     def close(self) -> None:
         for file in self._files:
             file.close()
-
-
-# ---------------------------------------------------------------------------
-# Parsing tf.train.Example (protobuf wire format).
-# ---------------------------------------------------------------------------
-
-
-def _varint(data, pos: int) -> tuple[int, int]:
-    """Decodes a base-128 varint at `pos`: (value, position after it)."""
-    result = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift >= 70:
-            raise ValueError("varint longer than 10 bytes")
-
-
-def _fields(data, pos: int, end: int):
-    """Yields (field number, wire type, value or (start, end) of a length-delimited field)."""
-    while pos < end:
-        key, pos = _varint(data, pos)
-        field, wire = key >> 3, key & 7
-        if wire == 2:
-            size, pos = _varint(data, pos)
-            if pos + size > end:
-                raise ValueError(f"field {field} runs past its message")
-            yield field, wire, (pos, pos + size)
-            pos += size
-        elif wire == 0:
-            value, pos = _varint(data, pos)
-            yield field, wire, value
-        elif wire == 5:
-            yield field, wire, data[pos : pos + 4]
-            pos += 4
-        elif wire == 1:
-            yield field, wire, data[pos : pos + 8]
-            pos += 8
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
-    if pos != end:
-        raise ValueError("message runs past its end")
-
-
-def _bytes_values(data: memoryview, pos: int, end: int) -> ByteValues:
-    """The values of a BytesList, as views into `data` (the hot loop: 1 item per frame)."""
-    starts, stops = [], []
-    add_start, add_stop = starts.append, stops.append
-    while pos < end:
-        if data[pos] != 0x0A:  # field 1, length-delimited: the only field of a BytesList
-            raise ValueError("unexpected field in a BytesList")
-        # The length varint, inlined for 1 to 3 bytes (frames under 2 MB): the loop's cost.
-        size = data[pos + 1]
-        if size < 0x80:
-            pos += 2
-        elif data[pos + 2] < 0x80:
-            size = (size & 0x7F) | data[pos + 2] << 7
-            pos += 3
-        elif data[pos + 3] < 0x80:
-            size = (size & 0x7F) | (data[pos + 2] & 0x7F) << 7 | data[pos + 3] << 14
-            pos += 4
-        else:
-            size, pos = _varint(data, pos + 1)
-        add_start(pos)
-        pos += size
-        add_stop(pos)
-    if pos > end:
-        raise ValueError("a bytes value runs past its list")
-    return ByteValues(data, starts, stops)
-
-
-def _to_int64(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def _packed_varints(run) -> np.ndarray:
-    """The int64 values of a run of packed varints, decoded with array operations.
-
-    A video's frame checksums are 250 5-byte varints: a Python loop over them
-    costs more than parsing the rest of the record.
-    """
-    if len(run) <= 16:  # a scalar or a few: a plain loop is faster
-        values, pos = [], 0
-        while pos < len(run):
-            number, pos = _varint(run, pos)
-            values.append(_to_int64(number))
-        if pos != len(run):
-            raise ValueError("a packed varint runs past its list")
-        return np.array(values, np.int64)
-    raw = np.frombuffer(run, np.uint8)
-    ends = np.flatnonzero(raw < 0x80)  # the last byte of each varint
-    if not ends.size or ends[-1] != raw.size - 1:
-        raise ValueError("a packed varint runs past its list")
-    starts = np.empty_like(ends)
-    starts[0], starts[1:] = 0, ends[:-1] + 1
-    if (ends - starts).max() >= 10:
-        raise ValueError("varint longer than 10 bytes")
-    # Each byte's 7 bits, shifted to their place in its varint, OR-ed varint by varint.
-    place = np.arange(raw.size) - np.repeat(starts, ends - starts + 1)
-    bits = (raw & 0x7F).astype(np.uint64) << (place * 7).astype(np.uint64)
-    return np.bitwise_or.reduceat(bits, starts).view(np.int64)
-
-
-def _single_field(data, pos: int, end: int, tag: int) -> int | None:
-    """Where the value of a message made of one length-delimited field `tag` starts, if it is.
-
-    What every writer produces for a Feature, its list and a map entry's value,
-    so the parser takes this path before the general one (`_fields`).
-    """
-    if pos >= end or data[pos] != tag:
-        return None
-    size, start = _varint(data, pos + 1)
-    return start if start + size == end else None
-
-
-def _number_values(data, pos: int, end: int, floats: bool) -> np.ndarray:
-    """The values of a FloatList (float32) or Int64List (int64), packed or not."""
-    packed = _single_field(data, pos, end, 0x0A)  # field 1, one packed run
-    if packed is not None:
-        if floats:
-            return np.frombuffer(data[packed:end], "<f4")
-        return _packed_varints(data[packed:end])
-    values = []
-    for field, wire, value in _fields(data, pos, end):
-        if field != 1:
-            continue
-        if wire == 2 and floats:
-            values.append(np.frombuffer(data[value[0] : value[1]], "<f4"))
-        elif wire == 2:
-            values.append(_packed_varints(data[value[0] : value[1]]))
-        elif wire == 5 and floats:
-            values.append(np.frombuffer(value, "<f4"))
-        elif wire == 0 and not floats:
-            values.append(np.array([_to_int64(value)], np.int64))
-        else:
-            raise ValueError(f"wire type {wire} in a {'Float' if floats else 'Int64'}List")
-    if not values:
-        return np.zeros(0, np.float32 if floats else np.int64)
-    return np.concatenate(values).astype(np.float32 if floats else np.int64, copy=False)
-
-
-def _list_values(data: memoryview, field: int, pos: int, end: int):
-    """The values of a Feature's list: field 1 BytesList, 2 FloatList, 3 Int64List."""
-    if field == 1:
-        return _bytes_values(data, pos, end)
-    return _number_values(data, pos, end, floats=field == 2)
-
-
-def _feature_values(data: memoryview, pos: int, end: int):
-    """A Feature's values: byte views (`ByteValues`), or a float32 / int64 array."""
-    if pos < end and data[pos] in (0x0A, 0x12, 0x1A):  # one list, the usual case
-        start = _single_field(data, pos, end, data[pos])
-        if start is not None:
-            return _list_values(data, data[pos] >> 3, start, end)
-    result = []
-    for field, wire, value in _fields(data, pos, end):
-        if wire == 2 and field in (1, 2, 3):
-            result = _list_values(data, field, *value)
-    return result
-
-
-def _map_entry(data: memoryview, pos: int, end: int):
-    """(name, values) of one Features.feature map entry; name None if it has none."""
-    if pos < end and data[pos] == 0x0A:  # the usual case: the name, then the Feature
-        size, key_start = _varint(data, pos + 1)
-        key_end = key_start + size
-        value_start = _single_field(data, key_end, end, 0x12)
-        if value_start is not None:
-            key = bytes(data[key_start:key_end]).decode("utf-8")
-            return key, _feature_values(data, value_start, end)
-    key, values = None, []
-    for part, part_wire, part_value in _fields(data, pos, end):
-        if part == 1 and part_wire == 2:
-            key = bytes(data[part_value[0] : part_value[1]]).decode("utf-8")
-        elif part == 2 and part_wire == 2:
-            values = _feature_values(data, *part_value)
-    return key, values
-
-
-def parse_example(record) -> dict:
-    """Parses a serialized tf.train.Example: name -> bytes views, or a NumPy array.
-
-    Bytes values are a sequence of memoryviews into `record` (`ByteValues`: the
-    frames are not copied);
-    floats come as float32 arrays, ints as int64 arrays. Raises ValueError if
-    the bytes are not a well-formed Example.
-    """
-    view = memoryview(record).cast("B")
-    features = {}
-    try:
-        for field, wire, value in _fields(view, 0, len(view)):
-            if field != 1 or wire != 2:  # Example.features
-                continue
-            for entry_field, entry_wire, entry in _fields(view, *value):
-                if entry_field != 1 or entry_wire != 2:  # Features.feature (a map entry)
-                    continue
-                key, values = _map_entry(view, *entry)
-                if key is not None:
-                    features[key] = values
-    except (ValueError, IndexError, UnicodeDecodeError) as e:
-        raise ValueError(f"not a well-formed tf.train.Example ({e})") from None
-    return features
 
 
 def _video_hint(data) -> str:
