@@ -6,6 +6,8 @@ A tiny dataset of five JPEG videos is written in a tmp dir by its own builder
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -243,3 +245,139 @@ def test_clip_dataset_invalid_arguments(tiny_data_dir, kwargs, argument):
     args = {"name": "sampling_test_videos", "data_dir": tiny_data_dir, "num_frames": 2}
     with pytest.raises((ValueError, TypeError), match=argument):
         input_pipeline.clip_dataset(**{"batch_size": 2, **args, **kwargs})
+
+
+def _source_clips(data_dir, epoch, **kwargs):
+    """label -> the clip ClipSource gives in `epoch` (the TF-free reference)."""
+    from video_tfrecords import ClipSource
+
+    builder = tfds.builder("sampling_test_videos", data_dir=data_dir)
+    source = ClipSource("train", dataset_dir=builder.data_dir, **kwargs)
+    source.set_epoch(epoch)
+    return {int(ex["label"]): ex["video"] for ex in (source[i] for i in range(len(source)))}
+
+
+def test_clip_dataset_equals_clip_source_epoch_by_epoch(tiny_data_dir):
+    clip = {"num_frames": 3, "stride": (1, 3), "crop_size": (16, 20), "flip": True}
+    ds = input_pipeline.clip_dataset(
+        name="sampling_test_videos",
+        data_dir=tiny_data_dir,
+        batch_size=1,
+        num_epochs=2,
+        seed=11,
+        dtype=tf.uint8,
+        **clip,
+    )
+    seen = [(int(labels[0]), clips[0]) for clips, labels in ds.as_numpy_iterator()]
+    assert len(seen) == 2 * NUM_VIDEOS
+    for epoch in range(2):
+        expected = _source_clips(tiny_data_dir, epoch, seed=11, **clip)
+        part = seen[epoch * NUM_VIDEOS : (epoch + 1) * NUM_VIDEOS]
+        assert sorted(label for label, _ in part) == list(range(NUM_VIDEOS))
+        for label, got in part:
+            np.testing.assert_array_equal(got, expected[label])
+
+
+def test_a_seeded_run_does_not_depend_on_parallel_calls(tiny_data_dir):
+    def run(calls):
+        ds = input_pipeline.clip_dataset(
+            name="sampling_test_videos",
+            data_dir=tiny_data_dir,
+            num_frames=4,
+            batch_size=2,
+            num_epochs=3,
+            seed=5,
+            stride=(1, 2),
+            crop_size=(16, 16),
+            dtype=tf.uint8,
+            num_parallel_calls=calls,
+        )
+        return _run(ds)
+
+    reference = run(1)
+    assert len(reference) == 3 * NUM_VIDEOS // 2
+    for calls in (2, 4, tf.data.AUTOTUNE):
+        for (c1, l1), (c2, l2) in zip(reference, run(calls), strict=True):
+            np.testing.assert_array_equal(l1, l2)
+            np.testing.assert_array_equal(c1, c2)
+
+
+def test_epochs_are_shuffled_whole_and_differently(tiny_data_dir):
+    ds = input_pipeline.clip_dataset(
+        name="sampling_test_videos",
+        data_dir=tiny_data_dir,
+        num_frames=1,
+        batch_size=NUM_VIDEOS,
+        num_epochs=8,
+        seed=0,
+        dtype=tf.uint8,
+    )
+    orders = [tuple(labels.tolist()) for _, labels in _run(ds)]
+    assert all(sorted(order) == list(range(NUM_VIDEOS)) for order in orders)
+    assert len(set(orders)) > 1  # each epoch draws its own order
+
+
+def test_input_context_gives_hosts_disjoint_examples(tiny_data_dir):
+    labels = []
+    for pipeline in range(2):
+        context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline)
+        ds = input_pipeline.clip_dataset(
+            name="sampling_test_videos",
+            data_dir=tiny_data_dir,
+            num_frames=2,
+            batch_size=1,
+            training=False,
+            input_context=context,
+            dtype=tf.uint8,
+        )
+        labels.append({int(x) for _, batch in _run(ds) for x in batch})
+    assert labels[0] and labels[1] and not labels[0] & labels[1]
+    assert labels[0] | labels[1] == set(range(NUM_VIDEOS))
+
+
+def test_a_corrupt_record_names_the_video_and_the_shard(tiny_data_dir, tmp_path):
+    import shutil
+
+    data_dir = tmp_path / "copy"
+    shutil.copytree(tiny_data_dir, data_dir)
+    builder = tfds.builder("sampling_test_videos", data_dir=str(data_dir))
+    (shard,) = [p for p in builder.data_path.iterdir() if ".tfrecord-" in p.name]
+    data = bytearray(shard.read_bytes())
+    middle = data.index(b"\xff\xd8\xff", 64) + 300  # inside the first record's first frame
+    data[middle] ^= 0x5A
+    shard.write_bytes(bytes(data))
+    ds = input_pipeline.clip_dataset(
+        name="sampling_test_videos",
+        data_dir=str(data_dir),
+        num_frames=2,
+        batch_size=1,
+        training=False,
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError, match="CRC32C") as error:
+        _run(ds)
+    message = str(error.value)
+    assert str(shard) in message, message
+    assert re.search(r"record \d+ .* of video `video_\d\.mp4` is corrupt", message), message
+
+
+def test_a_script_ending_mid_epoch_exits(tiny_data_dir, tmp_path):
+    # tf.data's threads call into Python; at exit they must not be caught mid-call.
+    import subprocess
+    import sys
+
+    script = tmp_path / "one_batch.py"
+    script.write_text(
+        "import tensorflow as tf\n"
+        "from video_tfrecords import input_pipeline\n"
+        f"ds = input_pipeline.clip_dataset(name='sampling_test_videos', data_dir={tiny_data_dir!r},"
+        " num_frames=4, batch_size=1, num_epochs=None, seed=1)\n"
+        "it = iter(ds)\n"
+        "next(it)\n"
+        "print('read', flush=True)\n"
+    )
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=180
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "read" in done.stdout

@@ -12,8 +12,10 @@ TensorFlow without a copy and reused once TensorFlow lets go of them (see
 
 from __future__ import annotations
 
+import atexit
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +30,36 @@ from video_tfrecords.clip_spec import check_positive_int, is_int
 __all__ = ["clip_dataset"]
 
 _ALIGN = 4096  # page-aligned: TensorFlow takes a 64-byte aligned array without copying it
+
+
+class _Calls:
+    """Batch reads under way in this process, and whether it is exiting (see `_drain_at_exit`)."""
+
+    lock = threading.Lock()
+    running = 0
+    last = 0.0  # time.monotonic() of the last start or end of a read
+    exiting = False
+
+
+@atexit.register
+def _drain_at_exit(quiet: float = 0.1, limit: float = 5.0) -> None:
+    """Lets tf.data's threads stop calling into Python before the interpreter shuts down.
+
+    A thread of TensorFlow's that takes the GIL once the interpreter is
+    finalizing is ended on the spot, and an iterator still alive then (a
+    script's last one) waits for it forever: the process hangs at exit. From
+    here on reads end at once with an error, and this waits (without the GIL)
+    until none has run for `quiet` seconds: tf.data's buffers are full by then
+    and its threads idle.
+    """
+    _Calls.exiting = True
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        with _Calls.lock:
+            idle = _Calls.running == 0 and time.monotonic() - _Calls.last > quiet
+        if idle:
+            return
+        time.sleep(quiet / 4)
 
 
 def clip_dataset(
@@ -160,23 +192,14 @@ def _epoch_orders(length: int, seed, training: bool, num_epochs) -> tf.data.Data
             epoch_seed = clip_plan.fresh_seed(clip_plan.tf_ops())
         else:
             epoch_seed = clip_plan.fold_in(seed, epoch)
-        if training:
-            indices = tf.numpy_function(
-                lambda s: epoch_permutation(length, int(s)), [epoch_seed], tf.int64, stateful=False
-            )
-            indices.set_shape([length])
-        else:
-            indices = tf.range(length, dtype=tf.int64)
+        indices = tf.range(length, dtype=tf.int64)
+        if training:  # the whole split, shuffled by the epoch's seed
+            shuffle_seed = tf.stack([epoch_seed, tf.constant(0, tf.int64)])
+            indices = tf.random.experimental.stateless_shuffle(indices, seed=shuffle_seed)
         seeds = tf.fill([length], epoch_seed)
         return tf.data.Dataset.from_tensor_slices((indices, seeds))
 
     return epochs.flat_map(one_epoch)
-
-
-def epoch_permutation(length: int, epoch_seed: int) -> np.ndarray:
-    """The order of an epoch's examples: a permutation of range(length) drawn from its seed."""
-    generator = np.random.default_rng(epoch_seed % 2**64)
-    return generator.permutation(length).astype(np.int64)
 
 
 class BatchReader:
@@ -190,12 +213,21 @@ class BatchReader:
 
     def read(self, indices: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(clips uint8 [B, ...], labels int64 [B]); errors are ValueErrors naming the video."""
+        with _Calls.lock:
+            _Calls.running += 1
+            _Calls.last = time.monotonic()
         try:
+            if _Calls.exiting:
+                raise ValueError("clip_dataset: the process is exiting.")
             return self._read(indices, seeds)
         except ValueError:
             raise
         except Exception as e:  # noqa: BLE001 - tf.numpy_function turns IndexError into end of data
             raise ValueError(f"{type(e).__name__}: {e}") from e
+        finally:
+            with _Calls.lock:
+                _Calls.running -= 1
+                _Calls.last = time.monotonic()
 
     def _read(self, indices, seeds):
         labels = np.empty(len(indices), np.int64)
