@@ -13,6 +13,7 @@ TensorFlow without a copy and reused once TensorFlow lets go of them (see
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 import threading
 import time
@@ -176,10 +177,14 @@ def clip_dataset(
         labels.set_shape(clips.shape[:1])
         return clips, labels
 
+    if num_parallel_calls == tf.data.AUTOTUNE:
+        num_parallel_calls = len(os.sched_getaffinity(0))  # one batch per core at a time
     ds = batches.map(read, num_parallel_calls=num_parallel_calls, deterministic=True)
     if dtype == tf.float32:
         ds = ds.map(lambda clips, labels: (tf.image.convert_image_dtype(clips, tf.float32), labels))
-    return ds.prefetch(tf.data.AUTOTUNE)
+    options = tf.data.Options()
+    options.autotune.enabled = False  # its model re-tunes all the time for a fixed-cost map
+    return ds.prefetch(1).with_options(options)
 
 
 def _epoch_orders(length: int, seed, training: bool, num_epochs) -> tf.data.Dataset:
