@@ -381,3 +381,22 @@ def test_a_script_ending_mid_epoch_exits(tiny_data_dir, tmp_path):
         )
         assert done.returncode == 0, done.stderr[-2000:]
         assert "read" in done.stdout
+
+
+def test_batch_buffers_reuse_an_array_once_released():
+    """A released array comes back (no fresh pages); one still referred to never does."""
+    buffers = input_pipeline.BatchBuffers(keep=4)
+    held = buffers.take((2, 3))
+    released = buffers.take((2, 3))
+    assert released is not held
+    released_id = id(released)
+    del released
+    again = buffers.take((2, 3))
+    assert id(again) == released_id
+    assert again is not held
+    assert again.ctypes.data % 4096 == 0
+    # Taking and releasing many times adds one array to the two held, not fifty.
+    for _ in range(50):
+        batch = buffers.take((2, 3))
+        del batch
+    assert buffers.size == 3

@@ -275,14 +275,19 @@ class BatchBuffers:
     def take(self, shape: tuple[int, ...]) -> np.ndarray:
         """A free array of `shape` (contents undefined)."""
         with self._lock:
-            for array in self._arrays:
-                # References: the list's, and getrefcount's argument.
-                if array.shape == shape and sys.getrefcount(array) == 2:
-                    return array
+            for i in range(len(self._arrays)):
+                # Free: referred to by the list and getrefcount's argument only.
+                if self._arrays[i].shape == shape and sys.getrefcount(self._arrays[i]) == 2:
+                    return self._arrays[i]
             array = aligned_empty(shape)
             if len(self._arrays) < self.keep:
                 self._arrays.append(array)
             return array
+
+    @property
+    def size(self) -> int:
+        """How many arrays are kept for reuse."""
+        return len(self._arrays)
 
 
 def aligned_empty(shape: tuple[int, ...]) -> np.ndarray:
