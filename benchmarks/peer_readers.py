@@ -31,7 +31,7 @@ import time
 READERS = ("tf", "tf_free", "pyav", "opencv", "decord", "torchcodec")
 # What each reader imports: a worker that cannot import it says so and stops.
 REQUIRES = {
-    "tf": ("tensorflow", "tensorflow_datasets", "video_tfrecords.decoders"),
+    "tf": ("tensorflow", "tensorflow_datasets", "video_tfrecords.input_pipeline"),
     "tf_free": ("cv2", "video_tfrecords.clip_source"),
     "pyav": ("av",),
     "opencv": ("cv2",),
@@ -217,71 +217,72 @@ class TorchCodecReader(Mp4Reader):
         return video.get_frames_at(indices).data.numpy()
 
 
-def dataset_name(job: dict) -> str:
-    """`video_tfrecords/CONFIG:VERSION`, the version being the one built on disk."""
-    return f"video_tfrecords/{job['config']}:{job['version']}"
-
-
 class TfReader:
-    """This project through TensorFlow: `tfds.load` with `ClipDecoder` on the video feature.
+    """This project through TensorFlow: `clip_dataset` (tf.data over ClipSource).
 
-    The pipeline is made synchronous (no prefetch, sequential decode map, one
-    file at a time): every clip is decoded inside the timed `next()`, none in
-    the background between rounds, so the process CPU time of a round is
-    exactly its clips' cost.
+    One ordered pass after another (`training=False`, mode and crop as the
+    job asks), so clip k of the stream is example k % N of epoch k // N; with
+    a seed, epoch e's clips are those of `ClipSource(seed).set_epoch(e)`, the
+    clips peers.py planned for epoch 0. A batch is one pass (the job's
+    count). tf.data decodes the next batch in the background while the pass
+    is handed out, so a pass is charged all the process's CPU time from the
+    end of the previous one (`background`), once the background work is done.
     """
 
     bgr = False
+    background = True
 
     def __init__(self):
-        import tensorflow as tf
-
-        tf.config.threading.set_intra_op_parallelism_threads(1)
-        tf.config.threading.set_inter_op_parallelism_threads(1)
-        self.iterators = {}
-        self.pending = {}  # key -> the clip pulled at open, handed out first
+        self.streams = {}  # key -> (batch iterator, file names by example, clips pending)
+        self.mark = 0.0  # process CPU time when it last settled (end of an open or a pass)
 
     def open(self, job: dict) -> None:
-        """Makes the job's pipeline and pulls its first clip (start-up includes tracing)."""
+        """Makes the job's pipeline and reads its first clip (start-up includes tracing)."""
         import tensorflow as tf
-        import tensorflow_datasets as tfds
 
-        import video_tfrecords
+        from video_tfrecords import ClipSource, clip_dataset
 
-        if job["key"] in self.iterators:
+        if job["key"] in self.streams:
             return
-        options = tf.data.Options()
-        options.autotune.enabled = False
-        options.threading.private_threadpool_size = 1
-        read_config = tfds.ReadConfig(
-            options=options,
-            try_autocache=False,
-            skip_prefetch=True,
-            interleave_cycle_length=1,
-            num_parallel_calls_for_decode=None,
-            num_parallel_calls_for_interleave_files=None,
-        )
-        dataset = tfds.load(
-            dataset_name(job),
-            split="train",
+        spec = dict(job["spec"])
+        seed = spec.pop("seed", None)
+        spec.setdefault("mode", "random")
+        source = ClipSource(
+            "train", data_dir=job["data_dir"], config=job["config"],
+            version=job["version"], num_frames=1,
+        )  # fmt: skip
+        names = [_text(source[i]["filename"]) for i in range(len(source))]
+        dataset = clip_dataset(
+            "train",
             data_dir=job["data_dir"],
-            download=False,
-            shuffle_files=False,
-            read_config=read_config,
-            decoders={"video": video_tfrecords.ClipDecoder(**job["spec"])},
+            builder_kwargs={"config": job["config"], "version": job["version"]},
+            training=False,
+            num_epochs=1_000_000,
+            seed=seed,
+            batch_size=job["count"],
+            dtype=tf.uint8,
+            **spec,
         )
-        dataset = dataset.map(lambda ex: (ex["video"], ex["filename"])).repeat()
-        iterator = iter(dataset)
-        self.iterators[job["key"]] = iterator
-        self.pending[job["key"]] = next(iterator)  # start-up includes the first clip's tracing
+        batches = iter(dataset.as_numpy_iterator())
+        first = list(next(batches)[0])  # handed out first: the stream does not move on
+        self.streams[job["key"]] = [batches, names, first, 0]
+        self.mark = settled()
 
     def clips(self, job: dict):
-        """Yields (video file name, clip) for the next `count` examples of the pipeline."""
-        iterator = self.iterators[job["key"]]
+        """Yields (video file name, clip) for the next `count` clips of the stream."""
+        stream = self.streams[job["key"]]
+        batches, names = stream[0], stream[1]
         for _ in range(job["count"]):
-            pending = self.pending.pop(job["key"], None)
-            video, filename = pending if pending is not None else next(iterator)
-            yield filename.numpy().decode(), video.numpy()
+            if not stream[2]:
+                stream[2] = list(next(batches)[0])
+            position = stream[3]
+            stream[3] += 1
+            yield names[position % len(names)], stream[2].pop(0)
+
+
+def _text(value) -> str:
+    """A file name feature as str."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class TfFreeReader:
@@ -309,6 +310,7 @@ class TfFreeReader:
             version=job["version"],
             **job["spec"],
         )
+        source.set_epoch(0)  # seeded clips as clip_dataset's first epoch (and peers.py's plan)
         self.sources[job["key"]] = source
         self.positions[job["key"]] = 1
         source[0]
@@ -338,11 +340,28 @@ def make_reader(name: str):
     }[name]()
 
 
+def settled() -> float:
+    """The process CPU time once its background threads are idle (within 2 s)."""
+    before = time.process_time()
+    for _ in range(100):
+        time.sleep(0.02)
+        now = time.process_time()
+        if now - before < 0.0005:
+            break
+        before = now
+    return now
+
+
 def run(reader, job: dict, save: str | None) -> dict:
-    """Reads the job's clips once: CPU seconds of decoding and of resizing, clip count."""
+    """Reads the job's clips once: CPU seconds of decoding and of resizing, clip count.
+
+    For a reader that works in the background (`background`), decoding is
+    everything the process did since it last settled (the end of its previous
+    pass or open: the work a pass leaves in the background is its own), less
+    resizing and saving."""
     import numpy as np
 
-    decode = resize = 0.0
+    decode = resize = saving = 0.0
     names = []
     clips = reader.clips(job)
     while True:
@@ -359,7 +378,13 @@ def run(reader, job: dict, save: str | None) -> dict:
             resize += time.process_time() - decoded
         names.append(name)
         if save:
+            saved = time.process_time()
             np.save(os.path.join(save, name + ".npy"), clip[..., ::-1] if reader.bgr else clip)
+            saving += time.process_time() - saved
+    if getattr(reader, "background", False):
+        end = settled()
+        decode = end - reader.mark - resize - saving
+        reader.mark = end
     return {"cpu": decode, "resize_cpu": resize, "clips": len(names), "names": names}
 
 

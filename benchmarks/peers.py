@@ -19,8 +19,8 @@ PSNR to the planned frame >= 30 dB and no better match among its +-2
 neighbours.
 
 Readers, each in its own process pinned to one CPU, single-threaded
-(peer_readers.py): this project through TensorFlow (`tfds.load` +
-`ClipDecoder`) and without it (`ClipSource`), PyAV seek + decode, OpenCV
+(peer_readers.py): this project through TensorFlow (`clip_dataset`, batches
+of 8) and without it (`ClipSource`), PyAV seek + decode, OpenCV
 `VideoCapture`, decord, TorchCodec (CPU). Opening and indexing (and the first
 clip of a pipeline) are timed apart; then rounds of one pass over the clips
 per reader, in an order rotated every round. Numbers are process CPU ms per
@@ -54,7 +54,7 @@ SEED = 20261123
 OURS = ("tf", "tf_free")
 MP4_READERS = ("pyav", "opencv", "decord", "torchcodec")
 LABELS = {
-    "tf": "this project, TF (tfds.load + ClipDecoder)",
+    "tf": "this project, TF (clip_dataset, batches of 8)",
     "tf_free": "this project, TF-free (ClipSource)",
     "pyav": "PyAV seek + decode",
     "opencv": "OpenCV VideoCapture",
@@ -175,6 +175,7 @@ def plan_dataset(sources, data_dir: str) -> Dataset:
     import tensorflow_datasets as tfds
 
     import video_tfrecords
+    from video_tfrecords.clip_plan import fold_in
 
     version = built_version(data_dir)
     loaded = tfds.load(
@@ -193,7 +194,9 @@ def plan_dataset(sources, data_dir: str) -> Dataset:
         video = names.index(example["filename"].decode())
         for recipe in RECIPES:
             specs[recipe] = recipe_spec(recipe, len(frames))
-            plan = video_tfrecords.ClipDecoder(**specs[recipe]).plan_np(frames)
+            seed = specs[recipe].get("seed")
+            epoch_seed = None if seed is None else fold_in(seed, 0)  # as the readers' epoch 0
+            plan = video_tfrecords.ClipDecoder(**specs[recipe]).plan_np(frames, epoch_seed)
             clips[recipe].append((video, [int(i) for i in plan["indices"][0]]))
         first = cv2.imdecode(np.frombuffer(frames[0], np.uint8), cv2.IMREAD_COLOR)
     stored = tuple(first.shape[:2])
