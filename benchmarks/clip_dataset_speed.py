@@ -2,6 +2,7 @@
 
     python benchmarks/clip_dataset_speed.py            # ~6 min on 2 cores, data included
     python benchmarks/clip_dataset_speed.py --quick    # ~1 min
+    python benchmarks/clip_dataset_speed.py --manual_dir DIR   # your videos (DIR/train.txt)
 
 Data: synthetic 340x256 videos of 250 frames (tests/synthetic.py), built with
 the `default` config (stored as they are, JPEG q90). Every reader runs in its
@@ -45,6 +46,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HEIGHT, WIDTH, FRAMES = 256, 340, 250
 BATCH = 8
+# The `tfds` command beside this Python (a venv's, even when the venv is not activated).
+TFDS = str(pathlib.Path(sys.executable).with_name("tfds"))
 SEED = 7
 
 
@@ -57,6 +60,9 @@ def parse_args():
     parser.add_argument("--lengths", type=int, nargs="+", default=[16, 64], help="clip lengths")
     parser.add_argument("--stride", type=int, default=2)
     parser.add_argument("--turn", type=int, default=None, help="clips per turn (default 4 epochs)")
+    parser.add_argument(
+        "--manual_dir", help="your videos instead: a folder with train.txt (built with `default`)"
+    )
     parser.add_argument("--work_dir", default=str(ROOT / "benchmarks" / "out" / "clip_dataset"))
     return parser.parse_args()
 
@@ -74,6 +80,28 @@ def pin(cpus) -> None:
     """This process and every thread it starts from now on run on `cpus`."""
     for thread in os.listdir("/proc/self/task"):
         os.sched_setaffinity(int(thread), cpus)
+
+
+def build_manual(work_dir: pathlib.Path, manual: pathlib.Path) -> pathlib.Path:
+    """The `default` build of a manual dir's train.txt (once); its data dir."""
+    data_dir = work_dir / f"data_{manual.resolve().name}"
+    if not (data_dir / "video_tfrecords" / "default").is_dir():
+        log(f"building {manual} in {data_dir}")
+        subprocess.run(
+            [TFDS, "build", "video_tfrecords", "--imports", "video_tfrecords", "--config=default",
+             f"--manual_dir={manual.resolve()}", f"--data_dir={data_dir}"],
+            check=True, capture_output=True, cwd=ROOT,
+        )  # fmt: skip
+    return data_dir
+
+
+def describe(data_dir: pathlib.Path) -> str:
+    """Records and stored frame size of the built train split."""
+    from video_tfrecords import ClipSource
+
+    source = ClipSource("train", data_dir=str(data_dir), num_frames=1)
+    height, width = source[0]["video"].shape[1:3]
+    return f"{len(source)} records of {width}x{height}"
 
 
 def build(work_dir: pathlib.Path, videos: int, copies: int) -> pathlib.Path:
@@ -100,7 +128,7 @@ def build(work_dir: pathlib.Path, videos: int, copies: int) -> pathlib.Path:
     (manual / "train.txt").write_text("".join(lines))
     log(f"building {videos} x {copies} videos in {data_dir}")
     subprocess.run(
-        ["tfds", "build", "video_tfrecords", "--imports", "video_tfrecords", "--config=default",
+        [TFDS, "build", "video_tfrecords", "--imports", "video_tfrecords", "--config=default",
          f"--manual_dir={manual}", f"--data_dir={data_dir}"],
         check=True, capture_output=True, cwd=ROOT,
     )  # fmt: skip
@@ -352,11 +380,16 @@ def main():
     videos = args.videos or (4 if args.quick else 16)
     copies = args.copies or 4
     rounds = args.rounds or (3 if args.quick else 9)
-    data_dir = build(pathlib.Path(args.work_dir), videos, copies)
-    records = videos * copies
+    if args.manual_dir:
+        data_dir = build_manual(pathlib.Path(args.work_dir), pathlib.Path(args.manual_dir))
+        what = f"{describe(data_dir)} from {args.manual_dir}"
+    else:
+        data_dir = build(pathlib.Path(args.work_dir), videos, copies)
+        what = (f"{describe(data_dir)} ({videos} videos x {FRAMES} frames, "
+                f"each {copies} times)")  # fmt: skip
+    records = int(what.split()[0])
     pin({max(os.sched_getaffinity(0))})
-    print(f"clip_dataset per core, {records} records ({videos} videos {WIDTH}x{HEIGHT} x "
-          f"{FRAMES} frames, each {copies} times), "
+    print(f"clip_dataset per core, {what}, "
           f"stride {args.stride}, batch {BATCH}, {rounds} rounds, CPU ms per clip (median)\n")  # fmt: skip
     print("| clip | limit | clip_dataset re-reads | first reads | old TF path "
           "| re-reads / limit | first reads / limit | re-reads / old | first reads / old |")

@@ -400,3 +400,34 @@ def test_batch_buffers_reuse_an_array_once_released():
         batch = buffers.take((2, 3))
         del batch
     assert buffers.size == 3
+
+
+def test_batch_buffers_make_room_by_dropping_the_least_recently_used_free_array():
+    import weakref
+
+    buffers = input_pipeline.BatchBuffers(keep=2)
+    first = buffers.take((1,))
+    first_ref = weakref.ref(first)
+    second = buffers.take((2,))
+    del first, second  # both free; (1,) used least recently
+    third = buffers.take((3,))  # no room: (1,) goes
+    assert first_ref() is None
+    assert buffers.size == 2
+    held = [buffers.take((4,)), buffers.take((5,))]  # (2,) goes, then nothing free: not kept
+    assert buffers.size == 2
+    assert third is not None and len(held) == 2
+
+
+def test_a_new_pipeline_reuses_the_arrays_of_the_one_before(tiny_data_dir):
+    """Evaluation every epoch makes a new pipeline: its batches land in the same memory."""
+    seen = []
+    for _ in range(2):
+        ds = input_pipeline.clip_dataset(
+            "train", name="sampling_test_videos", data_dir=tiny_data_dir, num_frames=2,
+            batch_size=2, training=False,
+            dtype=tf.uint8, num_parallel_calls=1,
+        )  # fmt: skip
+        for clips, _ in ds:
+            del clips
+        seen.append(input_pipeline.SHARED_BUFFERS.size)
+    assert 0 < seen[0] == seen[1]

@@ -179,6 +179,8 @@ def clip_dataset(
 
     if num_parallel_calls == tf.data.AUTOTUNE:
         num_parallel_calls = len(os.sched_getaffinity(0))  # one batch per core at a time
+    # In use at once: the batches being decoded, the one prefetched, the caller's, TF's copies.
+    SHARED_BUFFERS.keep_at_least(num_parallel_calls + 4)
     ds = batches.map(read, num_parallel_calls=num_parallel_calls, deterministic=True)
     if dtype == tf.float32:
         ds = ds.map(lambda clips, labels: (tf.image.convert_image_dtype(clips, tf.float32), labels))
@@ -214,7 +216,7 @@ class BatchReader:
         self.source = source
         self.clip_shape = None if None in clip_shape else tuple(clip_shape)  # when static
         self.seeded = seeded
-        self.buffers = BatchBuffers()
+        self.buffers = SHARED_BUFFERS
 
     def read(self, indices: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(clips uint8 [B, ...], labels int64 [B]); errors are ValueErrors naming the video."""
@@ -264,12 +266,13 @@ class BatchBuffers:
     the array's reference count says when it is free again. Reusing arrays
     spares the page faults of fresh memory (a 16 x 256 x 340 clip is 1000
     pages), which glibc would otherwise hand back to the kernel and fault in
-    again for every batch in a process that runs TensorFlow.
+    again for every batch in a process that runs TensorFlow. At most `keep`
+    arrays are kept; past that, the least recently used free one makes room.
     """
 
-    def __init__(self, keep: int = 16):
-        self.keep = keep  # arrays kept for reuse; more in use at once are allocated afresh
-        self._arrays: list[np.ndarray] = []
+    def __init__(self, keep: int = 8):
+        self.keep = keep
+        self._arrays: list[np.ndarray] = []  # least recently used first
         self._lock = threading.Lock()
 
     def take(self, shape: tuple[int, ...]) -> np.ndarray:
@@ -278,16 +281,32 @@ class BatchBuffers:
             for i in range(len(self._arrays)):
                 # Free: referred to by the list and getrefcount's argument only.
                 if self._arrays[i].shape == shape and sys.getrefcount(self._arrays[i]) == 2:
-                    return self._arrays[i]
+                    self._arrays.append(self._arrays.pop(i))
+                    return self._arrays[-1]
+            if len(self._arrays) >= self.keep:
+                for i in range(len(self._arrays)):
+                    if sys.getrefcount(self._arrays[i]) == 2:
+                        del self._arrays[i]
+                        break
             array = aligned_empty(shape)
             if len(self._arrays) < self.keep:
                 self._arrays.append(array)
             return array
 
+    def keep_at_least(self, count: int) -> None:
+        """Raises `keep` to `count` (a pipeline with more batches in flight)."""
+        with self._lock:
+            self.keep = max(self.keep, count)
+
     @property
     def size(self) -> int:
         """How many arrays are kept for reuse."""
         return len(self._arrays)
+
+
+# One pool per process: a new pipeline (an evaluation pass every epoch, say) reuses the
+# arrays of those before it instead of faulting in fresh ones.
+SHARED_BUFFERS = BatchBuffers()
 
 
 def aligned_empty(shape: tuple[int, ...]) -> np.ndarray:
