@@ -375,6 +375,35 @@ def scaling(data_dir, num_frames, args, batches, repeats=3):
     return results
 
 
+def user_child(kind, data_dir, num_frames, stride, batches, connection):
+    """As a new user runs it: every core, default settings; (CPU ms per clip, clips/s)."""
+    make = new_pipeline if kind == "new" else old_pipeline
+    iterator = iter(make(data_dir, num_frames, stride))
+    for _ in range(3):
+        next(iterator)
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    for _ in range(batches):
+        next(iterator)
+    clips = batches * BATCH
+    connection.send((1000 * (cpu_seconds() - cpu) / clips, clips / (time.perf_counter() - wall)))
+
+
+def as_a_user(data_dir, num_frames, stride, batches, rounds=3):
+    """clip_dataset against the old TF path, unpinned, each alone on the machine in turn."""
+    context = multiprocessing.get_context("spawn")
+    results = {"old": [], "new": []}
+    for r in range(rounds):
+        for kind in ("old", "new") if r % 2 == 0 else ("new", "old"):
+            parent, child = context.Pipe()
+            process = context.Process(
+                target=user_child, args=(kind, data_dir, num_frames, stride, batches, child)
+            )
+            process.start()
+            results[kind].append(parent.recv())
+            process.join()
+    return results
+
+
 def main():
     args = parse_args()
     videos = args.videos or (4 if args.quick else 16)
@@ -412,6 +441,14 @@ def main():
           f"{len(rates[names[0]])}): {names[0]} {statistics.median(rates[names[0]]):.1f}, "
           f"{names[1]} {statistics.median(rates[names[1]]):.1f}: "
           f"{ratio(rates[names[1]], rates[names[0]])}x")  # fmt: skip
+    user = as_a_user(data_dir, num_frames, args.stride, batches=8 if args.quick else 30)
+    cpu = {kind: [r[0] for r in values] for kind, values in user.items()}
+    rate = {kind: [r[1] for r in values] for kind, values in user.items()}
+    print(f"As a new user runs it ({num_frames} frames, every core, default settings, median "
+          f"of {len(cpu['new'])}): CPU ms per clip, old TF path {statistics.median(cpu['old']):.2f}, "
+          f"clip_dataset {statistics.median(cpu['new']):.2f}: {ratio(cpu['old'], cpu['new'])}x "
+          f"less; clips/s {statistics.median(rate['old']):.1f} vs "
+          f"{statistics.median(rate['new']):.1f}: {ratio(rate['new'], rate['old'])}x")  # fmt: skip
     print(f"GIL held per clip {statistics.median(held):.2f} ms of "
           f"{statistics.median(per_clip):.2f} ms read thread time: at most "
           f"{statistics.median(per_clip) / statistics.median(held):.0f} cores' worth "
