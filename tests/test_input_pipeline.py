@@ -257,7 +257,18 @@ def _source_clips(data_dir, epoch, **kwargs):
     return {int(ex["label"]): ex["video"] for ex in (source[i] for i in range(len(source)))}
 
 
-def test_clip_dataset_equals_clip_source_epoch_by_epoch(tiny_data_dir):
+def _decoder_clips(data_dir, epoch, seed, **kwargs):
+    """label -> the clip `tfds.load` + `ClipDecoder` gives with epoch `epoch`'s seed."""
+    from video_tfrecords import fold_in
+
+    decoder = ClipDecoder(seed=fold_in(seed, epoch), **kwargs)
+    ds = tfds.load(
+        "sampling_test_videos", split="train", data_dir=data_dir, decoders={"video": decoder}
+    )
+    return {int(ex["label"]): ex["video"] for ex in tfds.as_numpy(ds)}
+
+
+def test_clip_dataset_equals_clip_source_and_clip_decoder_epoch_by_epoch(tiny_data_dir):
     clip = {"num_frames": 3, "stride": (1, 3), "crop_size": (16, 20), "flip": True}
     ds = input_pipeline.clip_dataset(
         name="sampling_test_videos",
@@ -272,6 +283,9 @@ def test_clip_dataset_equals_clip_source_epoch_by_epoch(tiny_data_dir):
     assert len(seen) == 2 * NUM_VIDEOS
     for epoch in range(2):
         expected = _source_clips(tiny_data_dir, epoch, seed=11, **clip)
+        decoded = _decoder_clips(tiny_data_dir, epoch, 11, **clip)  # TFDS's own route
+        for label, video in expected.items():
+            np.testing.assert_array_equal(decoded[label], video)
         part = seen[epoch * NUM_VIDEOS : (epoch + 1) * NUM_VIDEOS]
         assert sorted(label for label, _ in part) == list(range(NUM_VIDEOS))
         for label, got in part:
