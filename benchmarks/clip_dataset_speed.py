@@ -445,7 +445,8 @@ def main():
     cpu = {kind: [r[0] for r in values] for kind, values in user.items()}
     rate = {kind: [r[1] for r in values] for kind, values in user.items()}
     print(f"As a new user runs it ({num_frames} frames, every core, default settings, median "
-          f"of {len(cpu['new'])}): CPU ms per clip, old TF path {statistics.median(cpu['old']):.2f}, "
+          f"of {len(cpu['new'])}): CPU ms per clip, old TF path "
+          f"{statistics.median(cpu['old']):.2f}, "
           f"clip_dataset {statistics.median(cpu['new']):.2f}: {ratio(cpu['old'], cpu['new'])}x "
           f"less; clips/s {statistics.median(rate['old']):.1f} vs "
           f"{statistics.median(rate['new']):.1f}: {ratio(rate['new'], rate['old'])}x")  # fmt: skip

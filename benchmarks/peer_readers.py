@@ -341,7 +341,7 @@ def make_reader(name: str):
 
 
 def torchvision_transform(name: str | None):
-    """A clip's training transform with torchvision (v2, one thread), as a trainer on mp4 applies it.
+    """A clip's training transform with torchvision (v2, one thread), as a trainer on mp4 does.
 
     "jitter_crop_flip": short side drawn from 256..320, random 224 crop, flip
     (PySlowFast's training recipe); "resized_crop": RandomResizedCrop 224,

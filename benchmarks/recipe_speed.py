@@ -107,7 +107,9 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
     def graph(kwargs):
         decoder = ClipDecoder(**kwargs)
         sample = tf.function(decoder.sample, input_signature=signature)
-        return lambda seed: [sample(v, tf.constant(seed + i, tf.int64)) for i, v in enumerate(videos)]
+        return lambda seed: [
+            sample(video, tf.constant(seed + i, tf.int64)) for i, video in enumerate(videos)
+        ]
 
     def numpy(kwargs):
         source = ClipSource(
@@ -143,15 +145,17 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
         for path in ("TF graph", "NumPy"):
             spent, plain = times[(name, path, "recipe")], times[(name, path, "plain")]
             r = ratio(spent, plain)
+            verdict = "yes" if r.median <= 1.2 else "no"
             lines.append(
                 f"| {name}: {label} | {path} | {statistics.median(spent) * 1e3:.2f} | "
-                f"{statistics.median(plain) * 1e3:.2f} | {r} | {'yes' if r.median <= 1.2 else 'no'} |"
+                f"{statistics.median(plain) * 1e3:.2f} | {r} | {verdict} |"
             )
     return lines
 
 
 def peer_jobs(dataset, spec: dict, transform: str) -> dict:
-    """Per reader, its job: ours read the dataset; mp4 readers the planned frames, then transform."""
+    """Per reader, its job: ours read the dataset; mp4 readers decode the planned frames and
+    transform them."""
     import video_tfrecords
     from video_tfrecords.clip_plan import fold_in
 
@@ -206,8 +210,8 @@ def peer_part(dataset, workers: dict, rounds: int) -> list[str]:
             for reader in readers[shift:] + readers[:shift]:
                 answer = workers[reader].request(op="run", job=jobs[reader])
                 times[reader].append(answer["cpu"] / answer["clips"])
-            log(f"  {name} round {r + 1}/{rounds}: "
-                + ", ".join(f"{peers.SHORT[k]} {v[-1] * 1e3:.1f}" for k, v in times.items()))  # fmt: skip
+            last = ", ".join(f"{peers.SHORT[k]} {v[-1] * 1e3:.1f}" for k, v in times.items())
+            log(f"  {name} round {r + 1}/{rounds}: {last}")
         mp4 = [r for r in MP4 if r in times]
         best = [min(values) for values in zip(*(times[r] for r in mp4))] if mp4 else []
         ratios = [ratio(best, times[r]) if best and r in times else None for r in OURS]
@@ -229,7 +233,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, help="timed rounds (default 5; 2 with --quick)")
     parser.add_argument("--out", default=os.path.join(HERE, "out", "peers"))
     parser.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)))
-    parser.add_argument("--torchcodec_python", help="a Python with torch, torchvision, torchcodec, av")
+    parser.add_argument(
+        "--torchcodec_python", help="a Python with torch, torchvision, torchcodec and av"
+    )
     args = parser.parse_args()
     args.rounds = args.rounds or (2 if args.quick else 5)
     return args
