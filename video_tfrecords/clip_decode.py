@@ -89,25 +89,62 @@ def _geometry(ops, spec, size):
     )
 
 
+def _times(ops, spec, frames, timestamps, source_fps):
+    """float64 [L] time of each frame for `spec.fps`: the stored timestamps, else i / source_fps."""
+    if spec.fps is None:
+        return None
+    if timestamps is not None:
+        return ops.f64(timestamps)
+    if source_fps is None:
+        raise ValueError(
+            f"fps={spec.fps} needs each video's timestamps (or its stored frame rate): "
+            "pass timestamps= (or source_fps=)."
+        )
+    return ops.f64(ops.arange(ops.num_frames(frames))) / ops.f64(source_fps)
+
+
 def _checked_plan(
-    ops, spec, frames, seed, name, *, frame_shape=None, need_size=False, fingerprint=None
+    ops,
+    spec,
+    frames,
+    seed,
+    name,
+    *,
+    frame_shape=None,
+    need_size=False,
+    fingerprint=None,
+    timestamps=None,
+    source_fps=None,
 ):
     """The clip's `_Layout`, after the checks that make the plan valid (errors name the video)."""
     length = ops.num_frames(frames)
     label = lambda: _label(ops, frames, name)
     checks = [ops.check(length > 0, lambda: ("Video ", *label(), " has no frames."))]
+    times = _times(ops, spec, frames, timestamps, source_fps)
+    if times is not None:
+        checks.append(
+            ops.check(
+                ops.size(times) == length,
+                lambda: ("Video ", *label(), " has ", length, " frames but ", ops.size(times),
+                         " timestamps."),
+            )
+        )
+        units = ops.after(checks, lambda: clip_plan.tick_count(ops, times, spec.fps))
+        unit_name = f" ticks of 1/{spec.fps} s"
+    else:
+        units, unit_name = length, " frames"
     if spec.short_video == "error":
         too_short = (
-            f" frames, but a clip of num_frames={spec.num_frames} with stride={spec.stride} "
+            f"{unit_name}, but a clip of num_frames={spec.num_frames} with stride={spec.stride} "
             f"spans {spec.min_span} frames (short_video: error)."
         )
         checks.append(
             ops.check(
-                length >= spec.min_span, lambda: ("Video ", *label(), " has ", length, too_short)
+                units >= spec.min_span, lambda: ("Video ", *label(), " has ", units, too_short)
             )
         )
     key = ops.after(checks, lambda: _key(ops, spec, frames, seed, fingerprint))
-    indices = ops.after(checks, lambda: clip_plan.frame_indices(ops, spec, key, length))
+    indices = ops.after(checks, lambda: clip_plan.clip_frames(ops, spec, key, length, times))
     layout = _Layout({"indices": indices}, checks)
     if need_size or spec.crop_size is not None or spec.short_side is not None:
         if frame_shape is not None:  # Static sizes: plain ints, decided while tracing.
@@ -150,23 +187,27 @@ def _checked_plan(
 
 
 def plan_np(
-    spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None
+    spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None, timestamps=None,
+    source_fps=None,
 ) -> dict[str, np.ndarray]:
     """The plan of `sample_np(spec, frames, seed)`, without decoding pixels.
 
-    A dict with "indices" (int64 [num_clips, T], -1 = padded frame),
-    "crop_offsets" (int64 [num_clips, 2], (y, x) of each box in the frame after
-    `short_side`; zeros without crop) and "flip" (bool [num_clips]).
+    A dict with "indices" (int64 [num_views, T], -1 = padded frame),
+    "crop_offsets" (int64 [num_views, 2], (y, x) of each box in the frame after
+    `short_side`; zeros without crop) and "flip" (bool [num_views]); views are
+    clips times crops, clip-major.
     """
     with clip_plan.NP_OPS.wrapping():
         plan = _checked_plan(
-            clip_plan.NP_OPS, spec, frames, seed, name, fingerprint=fingerprint
+            clip_plan.NP_OPS, spec, frames, seed, name, fingerprint=fingerprint,
+            timestamps=timestamps, source_fps=source_fps,
         ).plan
     return {k: np.asarray(v) for k, v in plan.items()}
 
 
 def sample_np(
-    spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None, out=None
+    spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None, out=None,
+    timestamps=None, source_fps=None,
 ) -> np.ndarray:
     """Samples and decodes clip(s) without TensorFlow: uint8 [T, H, W, 3] or [num_clips, T, H, W, 3].
 
@@ -181,6 +222,8 @@ def sample_np(
         fingerprint: the video's `clip_plan.video_fingerprint(frames)` if known
             (e.g. cached by a reader that reads the video again): saves hashing
             it. It must be that value; the clip is then the same.
+        timestamps, source_fps: each frame's time in seconds, else the stored
+            frame rate: needed with `spec.fps` only.
 
     Each distinct frame is decoded once, straight from its bytes: into the
     output itself when it fills its place whole (no crop, flip or resize), else
@@ -189,13 +232,14 @@ def sample_np(
     ops = clip_plan.NP_OPS
     with ops.wrapping():
         layout = _checked_plan(
-            ops, spec, frames, seed, name, need_size=True, fingerprint=fingerprint
+            ops, spec, frames, seed, name, need_size=True, fingerprint=fingerprint,
+            timestamps=timestamps, source_fps=source_fps,
         )
     plan = layout.plan
     label = lambda: ops.message(_label(ops, frames, name))
     out_h, out_w = (int(v) for v in layout.out_size)
     box_h, box_w = spec.crop_size or (out_h, out_w)
-    shape = (spec.num_clips, spec.num_frames, box_h, box_w, 3)
+    shape = (spec.num_views, spec.num_frames, box_h, box_w, 3)
     if out is None:
         clips = np.empty(shape, np.uint8)
     else:
@@ -298,14 +342,21 @@ def _area_resize_np(image: np.ndarray, height: int, width: int) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 
-def plan_tf(spec: ClipSpec, frames, seed=None, *, name=None) -> dict[str, Any]:
+def plan_tf(
+    spec: ClipSpec, frames, seed=None, *, name=None, timestamps=None, source_fps=None
+) -> dict[str, Any]:
     """The TF plan of `sample_tf(spec, frames, seed)`, without decoding pixels (see `plan_np`)."""
     ops = clip_plan.tf_ops()
     frames = ops.tf.convert_to_tensor(frames, ops.tf.string)
-    return _checked_plan(ops, spec, frames, seed, name).plan
+    return _checked_plan(
+        ops, spec, frames, seed, name, timestamps=timestamps, source_fps=source_fps
+    ).plan
 
 
-def sample_tf(spec: ClipSpec, frames, seed=None, *, name=None, frame_shape=None):
+def sample_tf(
+    spec: ClipSpec, frames, seed=None, *, name=None, frame_shape=None, timestamps=None,
+    source_fps=None,
+):
     """Samples and decodes clip(s) from a 1-D string tensor of JPEG frames, in a TF graph.
 
     Args:
@@ -317,15 +368,20 @@ def sample_tf(spec: ClipSpec, frames, seed=None, *, name=None, frame_shape=None)
         name: optional string (tensor) naming the video in error messages.
         frame_shape: the stored frames' (h, w) when known for every video (e.g.
             from the TFDS feature): static output shapes and no header read.
+        timestamps, source_fps: float tensors, each frame's time in seconds,
+            else the stored frame rate: needed with `spec.fps` only.
 
     Returns:
-        uint8 tensor [T, H, W, 3] or [num_clips, T, H, W, 3], static wherever known.
+        uint8 tensor [T, H, W, 3] or [num_views, T, H, W, 3], static wherever known.
         Only the clip's frames are decoded (and only the box of each, with a crop).
     """
     ops = clip_plan.tf_ops()
     tf = ops.tf
     frames = tf.convert_to_tensor(frames, tf.string)
-    layout = _checked_plan(ops, spec, frames, seed, name, frame_shape=frame_shape)
+    layout = _checked_plan(
+        ops, spec, frames, seed, name, frame_shape=frame_shape, timestamps=timestamps,
+        source_fps=source_fps,
+    )
     if tf.executing_eagerly() and layout.frame_size is not None:  # sizes are known: no branches
         sizes = (layout.frame_size, layout.out_size)
         layout.frame_size, layout.out_size = (tuple(map(int, s)) for s in sizes)
@@ -339,13 +395,14 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
     ops = clip_plan.tf_ops()
     tf = ops.tf
     plan = layout.plan
-    num_clips, t = spec.num_clips, spec.num_frames
+    num_clips, t = spec.num_views, spec.num_frames
     n = num_clips * t
     length = ops.num_frames(frames)
     flat = tf.reshape(plan["indices"], [n])
     safe = tf.maximum(flat, 0)
     clip_of = tf.repeat(tf.range(num_clips, dtype=tf.int64), t)
-    if spec.crop_size is not None and spec.crop == "random" and num_clips > 1:  # boxes per clip
+    per_view = spec.crop == "random" or spec.num_crops > 1
+    if spec.crop_size is not None and per_view and num_clips > 1:  # boxes per view
         uids, inverse = tf.unique(clip_of * length + safe)
         u_frames, u_clips = uids % length, uids // length
     else:

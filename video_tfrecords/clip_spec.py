@@ -8,13 +8,15 @@ only. Imports neither TensorFlow nor TFDS.
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 
 import numpy as np
 
 __all__ = ["ClipSpec", "check_positive_int", "is_int"]
 
-MODES = ("random", "center", "uniform")
+MODES = ("random", "center", "uniform", "segments", "segment_centers")
+SEGMENT_MODES = ("segments", "segment_centers")
 SHORT_VIDEO_POLICIES = ("loop", "repeat_last", "pad", "error")
 CROP_MODES = ("random", "center")
 
@@ -65,6 +67,16 @@ def _check_crop_size(crop_size) -> tuple[int, int] | None:
     raise ValueError(f"crop_size must be None or two positive ints (h, w), got {crop_size!r}.")
 
 
+def _check_fps(fps) -> float | None:
+    """None, or a positive finite number of ticks per second."""
+    if fps is None:
+        return None
+    if isinstance(fps, numbers.Real) and not isinstance(fps, (bool, np.bool_)):
+        if math.isfinite(fps) and fps > 0:
+            return float(fps)
+    raise ValueError(f"fps must be None or a positive number of frames per second, got {fps!r}.")
+
+
 @dataclasses.dataclass(frozen=True)
 class ClipSpec:
     """Which clip(s) to take from a video of JPEG frames, and how to crop, flip and resize them.
@@ -75,8 +87,12 @@ class ClipSpec:
             each clip draws its step (frame-rate jitter), capped so that the clip
             fits in the video when possible.
         mode: "random" (start uniform over all valid starts), "center" (start
-            (L - span) // 2, span = (T - 1) * stride + 1) or "uniform" (`num_clips`
-            evenly spaced clips from the first to the last valid start).
+            (L - span) // 2, span = (T - 1) * stride + 1), "uniform" (`num_clips`
+            evenly spaced clips from the first to the last valid start),
+            "segments" (T equal segments [k L // T, (k + 1) L // T), one frame
+            at a random offset in each: TSN training) or "segment_centers"
+            (frame int(a k + a / 2), a = L / T: TSN test; MMAction2's
+            SampleFrames with clip_len=1). Segments ignore `stride`.
         num_clips: clips per video. With "uniform" or `num_clips > 1` the output
             has a leading clip axis [num_clips, T, H, W, 3]; otherwise it is
             [T, H, W, 3]. "center" gives one clip.
@@ -89,6 +105,17 @@ class ClipSpec:
             content); without one every read draws fresh randomness.
         short_side: optional int: frames are resized so that their shorter side
             is this many pixels, before any crop.
+        fps: optional rate (> 0): frames are taken on a grid of 1/fps seconds
+            over the video's timestamps (the frame on screen at each tick, i.e.
+            the last one whose timestamp is <= the tick, within 0.1 ms), and
+            L, `stride` and the segments count ticks, not stored frames.
+            Without stored timestamps the stored fps is used.
+        num_crops: boxes per clip (test views, with `crop_size`): 1, or n
+            boxes centred on the short side and evenly placed along the long
+            side at ceil(i (W - w) / (n - 1)) (3: left/top, centre, right/bottom
+            as PySlowFast's spatial index 0/1/2). The output then has
+            num_clips * num_crops views, clip-major: view v is clip
+            v // num_crops with crop v % num_crops.
     """
 
     num_frames: int
@@ -102,6 +129,8 @@ class ClipSpec:
     flip: bool = False
     seed: int | None = None
     short_side: int | None = None
+    fps: float | None = None
+    num_crops: int = 1
 
     def __post_init__(self):
         checked = {
@@ -113,10 +142,21 @@ class ClipSpec:
             "crop_size": _check_crop_size(self.crop_size),
             "crop": _check_choice("crop", self.crop, CROP_MODES),
         }
-        if checked["mode"] == "center" and checked["num_clips"] != 1:
+        if checked["mode"] in ("center", "segment_centers") and checked["num_clips"] != 1:
             raise ValueError(
-                "mode='center' gives a single clip; use num_clips=1 or "
+                f"mode={checked['mode']!r} gives a single clip; use num_clips=1 or "
                 "mode='uniform' for several evenly spaced clips."
+            )
+        if checked["mode"] in SEGMENT_MODES and checked["stride"] != 1:
+            raise ValueError(
+                f"stride has no meaning with mode={checked['mode']!r} (one frame per "
+                f"segment); got stride={self.stride!r}."
+            )
+        checked["fps"] = _check_fps(self.fps)
+        checked["num_crops"] = check_positive_int("num_crops", self.num_crops)
+        if checked["num_crops"] > 1 and checked["crop_size"] is None:
+            raise ValueError(
+                f"num_crops={checked['num_crops']} needs crop_size=(h, w): the boxes to place."
             )
         if not isinstance(self.flip, (bool, np.bool_)):
             raise ValueError(f"flip must be a bool, got {self.flip!r}.")  # noqa: TRY004
@@ -131,8 +171,29 @@ class ClipSpec:
 
     @property
     def multi_clip(self) -> bool:
-        """Whether the output has a leading clip axis."""
-        return self.mode == "uniform" or self.num_clips > 1
+        """Whether the output has a leading clip (view) axis."""
+        return self.mode == "uniform" or self.num_clips > 1 or self.num_crops > 1
+
+    @property
+    def num_views(self) -> int:
+        """Clips times crops: the length of the leading axis of a multi-clip output."""
+        return self.num_clips * self.num_crops
+
+    def output_shape(self, frame_size=(None, None)) -> list[int | None]:
+        """Static output shape for stored frames of `frame_size` (h, w; None = unknown)."""
+        if self.crop_size is not None:
+            size = list(self.crop_size)
+        elif None not in tuple(frame_size):
+            size = [int(s) for s in frame_size]
+            if self.short_side is not None:
+                from video_tfrecords import clip_plan  # noqa: PLC0415  (no cycle at import)
+
+                resized = clip_plan.resized_size(clip_plan.NP_OPS, *size, self.short_side)
+                size = [int(s) for s in resized]
+        else:
+            size = [None, None]
+        clip = [self.num_frames, *size, 3]
+        return [self.num_views, *clip] if self.multi_clip else clip
 
     @property
     def min_stride(self) -> int:
@@ -141,5 +202,7 @@ class ClipSpec:
 
     @property
     def min_span(self) -> int:
-        """Frames covered by a clip with the smallest stride."""
+        """Frames (ticks with `fps`) covered by a clip with the smallest stride."""
+        if self.mode in SEGMENT_MODES:
+            return self.num_frames
         return (self.num_frames - 1) * self.min_stride + 1
