@@ -83,6 +83,9 @@ def _geometry(ops, spec, size):
     """(size after short_side, DCT scaling denominator) for stored frames of `size`."""
     if spec.short_side is None:
         return size, 1
+    if isinstance(spec.short_side, tuple):  # jitter: the smallest frame; a scale for the largest
+        lo, hi = spec.short_side
+        return clip_plan.resized_size(ops, *size, lo), clip_plan.reduction(ops, *size, hi)
     return (
         clip_plan.resized_size(ops, *size, spec.short_side),
         clip_plan.reduction(ops, *size, spec.short_side),
@@ -174,11 +177,26 @@ def _checked_plan(
                 ),
             )
         )
+        if isinstance(spec.short_side, tuple):
+            out = _jittered_sizes(ops, spec, key, layout)
         layout.plan["crop_offsets"] = ops.after(
             checks, lambda: clip_plan.crop_offsets(ops, spec, key, *out)
         )
     layout.plan["flip"] = clip_plan.flip_flags(ops, spec, key)
     return layout
+
+
+def _jittered_sizes(ops, spec, key, layout):
+    """Scale jitter: each clip's frame size after its drawn short side, [num_clips] per axis.
+
+    Records the short side of every view in the plan and their frame sizes in
+    `layout.out_size` (int64 [num_views] per axis).
+    """
+    sides = clip_plan.short_sides(ops, spec, key)
+    out = clip_plan.resized_size(ops, *layout.frame_size, sides)
+    layout.plan["short_side"] = ops.repeat(sides, spec.num_crops)
+    layout.out_size = tuple(ops.repeat(ops.i64(s), spec.num_crops) for s in out)
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -237,8 +255,8 @@ def sample_np(
         )
     plan = layout.plan
     label = lambda: ops.message(_label(ops, frames, name))
-    out_h, out_w = (int(v) for v in layout.out_size)
-    box_h, box_w = spec.crop_size or (out_h, out_w)
+    sizes = _view_sizes(spec, layout.out_size)  # (h, w) of each view's frames before its box
+    box_h, box_w = spec.crop_size or sizes[0]
     shape = (spec.num_views, spec.num_frames, box_h, box_w, 3)
     if out is None:
         clips = np.empty(shape, np.uint8)
@@ -255,11 +273,11 @@ def sample_np(
     ratio = int(layout.ratio)
     # The size every frame decodes to (that of the planned first frame).
     decoded_size = tuple(-(-int(s) // ratio) for s in layout.frame_size)
-    resized = decoded_size != (out_h, out_w)
-    whole = (box_h, box_w) == (out_h, out_w)  # no crop: a frame fills its output slot
     scratch = None  # one decoded frame when it cannot go straight to its slot
     for i, positions in slots.items():
         first_clip, first_t = positions[0]
+        resized = sizes[first_clip] != decoded_size
+        whole = (box_h, box_w) == sizes[first_clip]  # no crop: a frame fills its output slot
         in_place = not resized and whole and not boxes[first_clip][2]
         if in_place:
             target = clips[first_clip, first_t]  # decoded into the clip: no copy at all
@@ -268,16 +286,25 @@ def sample_np(
             target = scratch
         where = lambda i=i: f"Frame {i} of video {label()}"
         image = _decode_rgb(frames[i], ratio, target, where)
-        if resized:
-            image = _area_resize_np(image, out_h, out_w)
+        scaled = {}  # (h, w) -> the frame at that size (each size once per frame)
         for c, t in positions[1:] if in_place else positions:
+            size = sizes[c]
+            if size not in scaled:
+                scaled[size] = image if size == decoded_size else _area_resize_np(image, *size)
             y, x, flip = boxes[c]
-            box = image[y : y + box_h, x : x + box_w]
+            box = scaled[size][y : y + box_h, x : x + box_w]
             if flip:
                 _cv2().flip(box, 1, dst=clips[c, t])
             else:
                 clips[c, t] = box
     return clips if spec.multi_clip else clips[0]
+
+
+def _view_sizes(spec, out_size) -> list[tuple[int, int]]:
+    """(h, w) of each view's frames before its box: one size, or one per view (scale jitter)."""
+    if isinstance(spec.short_side, tuple):
+        return [(int(h), int(w)) for h, w in zip(*out_size)]
+    return [(int(out_size[0]), int(out_size[1]))] * spec.num_views
 
 
 def _cv2():
@@ -383,8 +410,9 @@ def sample_tf(
         source_fps=source_fps,
     )
     if tf.executing_eagerly() and layout.frame_size is not None:  # sizes are known: no branches
-        sizes = (layout.frame_size, layout.out_size)
-        layout.frame_size, layout.out_size = (tuple(map(int, s)) for s in sizes)
+        layout.frame_size = tuple(map(int, layout.frame_size))
+        if not isinstance(spec.short_side, tuple):  # (jitter: sizes per view stay tensors)
+            layout.out_size = tuple(map(int, layout.out_size))
         layout.ratio = int(layout.ratio)
     with tf.control_dependencies(layout.checks):
         return _decode_tf(spec, frames, layout, name, frame_shape)
@@ -401,7 +429,7 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
     flat = tf.reshape(plan["indices"], [n])
     safe = tf.maximum(flat, 0)
     clip_of = tf.repeat(tf.range(num_clips, dtype=tf.int64), t)
-    per_view = spec.crop == "random" or spec.num_crops > 1
+    per_view = spec.crop == "random" or spec.num_crops > 1 or isinstance(spec.short_side, tuple)
     if spec.crop_size is not None and per_view and num_clips > 1:  # boxes per view
         uids, inverse = tf.unique(clip_of * length + safe)
         u_frames, u_clips = uids % length, uids // length
@@ -426,15 +454,13 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
             # split by one unstack op each) run in parallel on the executor,
             # with no while loop and no gather of decoded frames. (Inputs of
             # static size n: Grappler may run this branch's unstack ops early.)
-            offsets = tf.gather(plan["crop_offsets"], clip_of)
-            inputs, decode, _ = _frame_decoder_tf(spec, layout, offsets, ratio)
+            inputs, decode, _ = _frame_decoder_tf(spec, layout, clip_of, ratio)
             columns = [tf.unstack(x, num=n) for x in (tf.gather(frames, safe), *inputs)]
             return tf.stack([decode(*row) for row in zip(*columns)])
 
         def each_distinct():
             # Short videos and overlapping clips repeat frames: decode each once.
-            offsets = tf.gather(plan["crop_offsets"], u_clips)
-            inputs, decode, size = _frame_decoder_tf(spec, layout, offsets, ratio)
+            inputs, decode, size = _frame_decoder_tf(spec, layout, u_clips, ratio)
             images = tf.map_fn(
                 lambda row: decode(*row),
                 (tf.gather(frames, u_frames), *inputs),
@@ -477,12 +503,20 @@ def _static_size(spec, frame_shape):
     return tuple(int(s) for s in size)
 
 
-def _frame_decoder_tf(spec, layout, offsets, ratio):
-    """(per-frame inputs, decode(data, *inputs) -> image, static image size) at 1/ratio scale."""
+def _frame_decoder_tf(spec, layout, views, ratio):
+    """(per-frame inputs, decode(data, *inputs) -> image, static image size) at 1/ratio scale.
+
+    `views`: the view of each frame to decode (its box, and its size with scale jitter).
+    """
     tf = clip_plan.tf_ops().tf
+    offsets = tf.gather(layout.plan["crop_offsets"], views)
     if spec.short_side is None:
         decoded = out = layout.frame_size
         needs_resize = False
+    elif isinstance(spec.short_side, tuple):  # a size per view: always resize (same size: a copy)
+        decoded = [(s + ratio - 1) // ratio for s in layout.frame_size]
+        out = tuple(tf.gather(s, views) for s in layout.out_size)
+        needs_resize = True
     else:
         decoded = [(s + ratio - 1) // ratio for s in layout.frame_size]
         out = layout.out_size

@@ -33,6 +33,8 @@ class NumpyOps:
     where = staticmethod(np.where)
     stack = staticmethod(np.stack)
     logical_and = staticmethod(np.logical_and)
+    logical_or = staticmethod(np.logical_or)
+    logical_not = staticmethod(np.logical_not)
 
     @staticmethod
     def shr(x, n):
@@ -45,6 +47,14 @@ class NumpyOps:
     @staticmethod
     def floor_i64(x):
         return np.floor(x).astype(np.int64)
+
+    @staticmethod
+    def round_i64(x):
+        """Round half to even (Python's `round`), to int64."""
+        return np.rint(x).astype(np.int64)
+
+    sqrt = staticmethod(np.sqrt)
+    exp = staticmethod(np.exp)
 
     @staticmethod
     def last_at_or_before(sorted_values, values):
@@ -143,6 +153,7 @@ class TensorFlowOps:
         self._lock = threading.Lock()
         self.maximum, self.minimum, self.where = tf.maximum, tf.minimum, tf.where
         self.stack, self.logical_and = tf.stack, tf.logical_and
+        self.logical_or, self.logical_not = tf.logical_or, tf.logical_not
 
     def u64(self, x):
         return self.tf.cast(x, self.tf.uint64)
@@ -158,6 +169,15 @@ class TensorFlowOps:
 
     def floor_i64(self, x):
         return self.tf.cast(self.tf.floor(x), self.tf.int64)
+
+    def round_i64(self, x):
+        return self.tf.cast(self.tf.math.round(x), self.tf.int64)  # half to even
+
+    def sqrt(self, x):
+        return self.tf.sqrt(x)
+
+    def exp(self, x):
+        return self.tf.exp(x)
 
     def last_at_or_before(self, sorted_values, values):
         tf = self.tf

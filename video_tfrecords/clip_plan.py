@@ -43,6 +43,7 @@ __all__ = [
     "reduction",
     "resized_size",
     "seeded_key",
+    "short_sides",
     "tf_ops",
     "tick_count",
     "video_fingerprint",
@@ -54,7 +55,7 @@ _MIX2 = 0x94D049BB133111EB
 _BYTE_SALT = 0x243F6A8885A308D3
 _HASH_BYTES = 8192  # Bytes hashed at each end of a frame for its fingerprint.
 # Counter slots of the per-clip random draws (counter = 8 * clip + slot).
-_SLOT_STRIDE, _SLOT_START, _SLOT_CROP_Y, _SLOT_CROP_X, _SLOT_FLIP = range(5)
+_SLOT_STRIDE, _SLOT_START, _SLOT_CROP_Y, _SLOT_CROP_X, _SLOT_FLIP, _SLOT_SCALE = range(6)
 _SEGMENT_COUNTERS = 2**32  # Counters of the per-segment draws (past the per-clip slots).
 TICK_TOLERANCE = 1e-4  # s: a frame this close before a tick is on screen at it.
 REDUCTIONS = (1, 2)  # JPEG DCT scalings used: 1/1 and 1/2 (see `reduction`).
@@ -378,28 +379,36 @@ def _view_boxes(spec, room_y, room_x):
     return [(along_y[i], center_x, center_y, along_x[i]) for i in range(n)]
 
 
+def short_sides(ops, spec, key):
+    """int64 [num_clips]: each clip's short side, drawn from spec.short_side's (min, max) range."""
+    lo, hi = spec.short_side
+    draws = [_randint(ops, key, 8 * c + _SLOT_SCALE, hi - lo + 1) for c in range(spec.num_clips)]
+    return lo + ops.stack(draws)
+
+
 def crop_offsets(ops, spec, key, height, width):
     """int64 [num_views, 2]: top-left (y, x) of each view's box in a height x width frame.
 
-    Zeros without `crop_size`. With num_crops > 1 the boxes of a clip are
-    centred across the frame's short side and spread along its long side.
+    `height`, `width`: the frame's size, or int64 [num_clips] sizes of each
+    clip's frames (scale jitter). Zeros without `crop_size`. With num_crops > 1
+    the boxes of a clip are centred across the frame's short side and spread
+    along its long side.
     """
     views = spec.num_clips * spec.num_crops
     if spec.crop_size is None:
         return ops.zeros([views, 2], "int64")
     h, w = spec.crop_size
-    room_y = ops.maximum(ops.i64(height) - h, 0)
-    room_x = ops.maximum(ops.i64(width) - w, 0)
-    if spec.num_crops > 1:
-        boxes = _view_boxes(spec, room_y, room_x)
-        tall = ops.i64(height) > ops.i64(width)
-        crops = [
-            ops.stack([ops.where(tall, ya, yc), ops.where(tall, xc, xa)])
-            for ya, xc, yc, xa in boxes
-        ]
-        return ops.stack(crops * spec.num_clips)
+    per_clip = isinstance(spec.short_side, tuple)
     offsets = []
     for c in range(spec.num_clips):
+        frame_h, frame_w = (height[c], width[c]) if per_clip else (height, width)
+        room_y = ops.maximum(ops.i64(frame_h) - h, 0)
+        room_x = ops.maximum(ops.i64(frame_w) - w, 0)
+        if spec.num_crops > 1:
+            tall = ops.i64(frame_h) > ops.i64(frame_w)
+            for ya, xc, yc, xa in _view_boxes(spec, room_y, room_x):
+                offsets.append(ops.stack([ops.where(tall, ya, yc), ops.where(tall, xc, xa)]))
+            continue
         if spec.crop == "random":
             y = _randint(ops, key, 8 * c + _SLOT_CROP_Y, room_y + 1)
             x = _randint(ops, key, 8 * c + _SLOT_CROP_X, room_x + 1)

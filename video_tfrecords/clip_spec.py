@@ -67,6 +67,20 @@ def _check_crop_size(crop_size) -> tuple[int, int] | None:
     raise ValueError(f"crop_size must be None or two positive ints (h, w), got {crop_size!r}.")
 
 
+def _check_short_side(short_side) -> int | tuple[int, int] | None:
+    """None, a positive int, or an inclusive (min, max) range (a one-value range becomes an int)."""
+    if short_side is None or is_int(short_side):
+        return None if short_side is None else check_positive_int("short_side", short_side)
+    if isinstance(short_side, (tuple, list)) and len(short_side) == 2:
+        if all(map(is_int, short_side)) and 0 < short_side[0] <= short_side[1]:
+            lo, hi = int(short_side[0]), int(short_side[1])
+            return (lo, hi) if lo < hi else lo
+    raise ValueError(
+        "short_side must be None, a positive int or a (min, max) tuple of ints with "
+        f"0 < min <= max, got {short_side!r}."
+    )
+
+
 def _check_fps(fps) -> float | None:
     """None, or a positive finite number of ticks per second."""
     if fps is None:
@@ -104,7 +118,9 @@ class ClipSpec:
         seed: optional int. With a seed the clip is a function of (seed, video
             content); without one every read draws fresh randomness.
         short_side: optional int: frames are resized so that their shorter side
-            is this many pixels, before any crop.
+            is this many pixels, before any crop; or an inclusive (min, max)
+            range from which each clip draws its short side (scale jitter,
+            uniform over the integers; needs `crop_size`).
         fps: optional rate (> 0): frames are taken on a grid of 1/fps seconds
             over the video's timestamps (the frame on screen at each tick, i.e.
             the last one whose timestamp is <= the tick, within 0.1 ms), and
@@ -128,7 +144,7 @@ class ClipSpec:
     crop: str = "random"
     flip: bool = False
     seed: int | None = None
-    short_side: int | None = None
+    short_side: int | tuple[int, int] | None = None
     fps: float | None = None
     num_crops: int = 1
 
@@ -164,8 +180,12 @@ class ClipSpec:
         if self.seed is not None and not is_int(self.seed):
             raise ValueError(f"seed must be None or an int, got {self.seed!r}.")
         checked["seed"] = None if self.seed is None else int(self.seed)
-        if self.short_side is not None:
-            checked["short_side"] = check_positive_int("short_side", self.short_side)
+        checked["short_side"] = _check_short_side(self.short_side)
+        if isinstance(checked["short_side"], tuple) and checked["crop_size"] is None:
+            raise ValueError(
+                f"short_side={checked['short_side']} (scale jitter) needs crop_size=(h, w): "
+                "clips of different sizes cannot be stacked."
+            )
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 
