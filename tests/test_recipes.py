@@ -11,11 +11,13 @@ identified by exact equality with TensorFlow's full decode of the video.
 from __future__ import annotations
 
 import math
+import random
 
 import cv2
 import numpy as np
 import pytest
 import tensorflow as tf
+from scipy import stats
 
 from video_tfrecords import clip_decode
 from video_tfrecords.clip_spec import ClipSpec
@@ -295,6 +297,92 @@ def test_scale_jitter_crops_each_clip_from_its_own_resized_frame(short_side):
 
 
 # ----------------------------------------------------------------------------
+# Random-resized crop: torchvision's RandomResizedCrop.get_params, rewritten here.
+# ----------------------------------------------------------------------------
+
+
+def torchvision_box(rng, height, width, scale, ratio):
+    """torchvision.transforms.RandomResizedCrop.get_params, with Python's random."""
+    area = height * width
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+    for _ in range(10):
+        target_area = area * rng.uniform(scale[0], scale[1])
+        aspect_ratio = math.exp(rng.uniform(log_ratio[0], log_ratio[1]))
+        w = int(round(math.sqrt(target_area * aspect_ratio)))
+        h = int(round(math.sqrt(target_area / aspect_ratio)))
+        if 0 < w <= width and 0 < h <= height:
+            i = rng.randint(0, height - h)
+            j = rng.randint(0, width - w)
+            return i, j, h, w
+    in_ratio = float(width) / float(height)
+    if in_ratio < min(ratio):
+        w = width
+        h = int(round(w / min(ratio)))
+    elif in_ratio > max(ratio):
+        h = height
+        w = int(round(h * max(ratio)))
+    else:
+        w = width
+        h = height
+    return (height - h) // 2, (width - w) // 2, h, w
+
+
+@pytest.mark.parametrize(
+    ("size", "area", "aspect"),
+    [((64, 96), (0.08, 1.0), (3 / 4, 4 / 3)), ((96, 64), (0.3, 1.0), (0.5, 2.0))],
+)
+def test_resized_crop_boxes_follow_torchvision_distribution(size, area, aspect):
+    height, width = size
+    frames = make_frames(2, height, width)
+    ours = []
+    for seed in range(60):
+        spec = ClipSpec(
+            1, crop="resized", crop_size=(16, 16), crop_area=area, crop_aspect=aspect,
+            num_clips=50, seed=seed,
+        )
+        plan = clip_decode.plan_np(spec, frames)
+        for (y, x), (h, w) in zip(plan["crop_offsets"].tolist(), plan["box_size"].tolist()):
+            assert 0 <= y <= height - h and 0 <= x <= width - w and h > 0 and w > 0
+            ours.append((y, x, h, w))
+    rng = random.Random(0)
+    theirs = [torchvision_box(rng, height, width, area, aspect) for _ in range(len(ours))]
+    ours, theirs = np.array(ours, float), np.array(theirs, float)
+    for name, of in [
+        ("area fraction", lambda b: b[:, 2] * b[:, 3] / (height * width)),
+        ("log aspect", lambda b: np.log(b[:, 3] / b[:, 2])),
+        ("relative y", lambda b: b[:, 0] / np.maximum(height - b[:, 2], 1)),
+    ]:
+        result = stats.ks_2samp(of(ours), of(theirs))
+        assert result.pvalue > 0.001, (name, result)
+
+
+def test_resized_crop_falls_back_to_torchvisions_centre_crop():
+    frames = make_frames(2, 60, 60)  # no box of aspect 3..4 with 90 % of the area fits
+    spec = ClipSpec(
+        1, crop="resized", crop_size=(8, 8), crop_area=(0.9, 1.0), crop_aspect=(3.0, 4.0), seed=1
+    )
+    plan = clip_decode.plan_np(spec, frames)
+    y, x, h, w = torchvision_box(random.Random(0), 60, 60, (0.9, 1.0), (3.0, 4.0))
+    assert (y, x, h, w) == (20, 0, 20, 60)
+    assert plan["crop_offsets"].tolist() == [[y, x]] and plan["box_size"].tolist() == [[h, w]]
+
+
+def test_resized_crop_pixels_are_the_box_resized():
+    frames = make_frames(12, 48, 64)
+    full = full_decode(frames)
+    spec = ClipSpec(3, crop="resized", crop_size=(24, 24), num_clips=4, flip=True, seed=3)
+    plan = clip_decode.plan_np(spec, frames)
+    clips = clip_decode.sample_np(spec, frames)
+    for c in range(4):
+        (y, x), (h, w) = plan["crop_offsets"][c], plan["box_size"][c]
+        shrink = h >= 24 and w >= 24
+        method = cv2.INTER_AREA if shrink else cv2.INTER_LINEAR
+        for t, index in enumerate(plan["indices"][c]):
+            box = cv2.resize(full[index, y : y + h, x : x + w], (24, 24), interpolation=method)
+            np.testing.assert_array_equal(clips[c, t], box[:, ::-1] if plan["flip"][c] else box)
+
+
+# ----------------------------------------------------------------------------
 # TF and NumPy paths: the same clips for every new argument, with a seed.
 # ----------------------------------------------------------------------------
 
@@ -310,6 +398,9 @@ NEW_ARGS = [
     {"num_crops": 3, "crop_size": (20, 20), "short_side": 24, "flip": True},
     {"short_side": (20, 32), "crop_size": (20, 20), "flip": True, "num_clips": 2},
     {"short_side": (24, 40), "crop_size": (20, 20), "num_crops": 3, "fps": 12.0},
+    {"crop": "resized", "crop_size": (24, 24), "flip": True, "num_clips": 3},
+    {"crop": "resized", "crop_size": (16, 28), "crop_area": (0.3, 1), "crop_aspect": (0.5, 2)},
+    {"crop": "resized", "crop_size": (20, 20), "short_side": (24, 30), "mode": "segments"},
 ]
 
 
@@ -326,14 +417,15 @@ def test_numpy_and_tf_paths_give_the_same_clips(kwargs):
         np_clips = decoder.sample_np(frames, timestamps=times).astype(int)
         tf_clips = decoder.sample(frames, timestamps=times).numpy().astype(int)
         assert np_clips.shape == tf_clips.shape == tuple(decoder.spec.output_shape((H, W)))
-        # Area resizes (short_side) round differently in OpenCV and TF: one grey level.
-        assert np.abs(np_clips - tf_clips).max() <= (1 if "short_side" in kwargs else 0)
+        # OpenCV's and TF's resizes round differently: one grey level per resize step.
+        steps = ("short_side" in kwargs) + (kwargs.get("crop") == "resized")
+        assert np.abs(np_clips - tf_clips).max() <= steps
 
 
 def test_static_output_shape_of_three_crops_in_a_graph():
     frames = make_frames(12)
     decoder = ClipDecoder(4, num_crops=3, crop_size=(24, 24), mode="uniform", num_clips=2)
-    fn = tf.function(lambda f: decoder.sample(f), input_signature=[tf.TensorSpec([None], tf.string)])
+    fn = tf.function(decoder.sample, input_signature=[tf.TensorSpec([None], tf.string)])
     assert fn.get_concrete_function().structured_outputs.shape.as_list() == [6, 4, 24, 24, 3]
     assert fn(tf.constant(frames)).shape == (6, 4, 24, 24, 3)
 
@@ -369,6 +461,14 @@ def test_a_feature_decoder_with_fps_says_how_to_get_timestamps():
         ({"short_side": (256, 320)}, "short_side"),
         ({"short_side": (320, 256), "crop_size": (224, 224)}, "short_side"),
         ({"short_side": (0, 256), "crop_size": (224, 224)}, "short_side"),
+        ({"crop": "resized"}, "crop"),
+        ({"crop": "resized", "crop_size": (8, 8), "num_crops": 3}, "num_crops"),
+        ({"crop_area": (0.5, 0.2)}, "crop_area"),
+        ({"crop_area": (0.1, 1.5)}, "crop_area"),
+        ({"crop_area": (0.0, 1.0)}, "crop_area"),
+        ({"crop_aspect": (2.0, 0.5)}, "crop_aspect"),
+        ({"crop_aspect": (0, 1)}, "crop_aspect"),
+        ({"crop_aspect": (0.5,)}, "crop_aspect"),
     ],
 )
 def test_bad_combinations_name_the_argument(kwargs, argument):

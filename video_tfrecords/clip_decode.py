@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import simplejpeg
 
-from video_tfrecords import clip_plan
+from video_tfrecords import clip_boxes, clip_plan
 from video_tfrecords.clip_spec import ClipSpec
 
 __all__ = ["plan_np", "plan_tf", "sample_np", "sample_tf"]
@@ -160,6 +160,11 @@ def _checked_plan(
         layout.out_size, layout.ratio = out, ratio
     if spec.crop_size is None:
         layout.plan["crop_offsets"] = clip_plan.crop_offsets(ops, spec, key, None, None)
+    elif spec.crop == "resized":  # any frame holds a box: it is resized to crop_size
+        if isinstance(spec.short_side, tuple):
+            out = _jittered_sizes(ops, spec, key, layout)
+        offsets, sizes = clip_boxes.resized_crop_boxes(ops, spec, key, *out)
+        layout.plan["crop_offsets"], layout.plan["box_size"] = offsets, sizes
     else:
         h, w = spec.crop_size
         resized = "" if spec.short_side is None else f" after short_side={spec.short_side}"
@@ -227,7 +232,9 @@ def sample_np(
     spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None, out=None,
     timestamps=None, source_fps=None,
 ) -> np.ndarray:
-    """Samples and decodes clip(s) without TensorFlow: uint8 [T, H, W, 3] or [num_clips, T, H, W, 3].
+    """Samples and decodes clip(s) without TensorFlow: uint8 [T, H, W, 3] or [V, T, H, W, 3].
+
+    V = num_clips * num_crops views, clip-major.
 
     Args:
         spec: the clip specification.
@@ -270,6 +277,7 @@ def sample_np(
             if i >= 0:
                 slots.setdefault(i, []).append((c, t))
     boxes = [(*yx, flip) for yx, flip in zip(plan["crop_offsets"].tolist(), plan["flip"].tolist())]
+    box_sizes = [tuple(s) for s in plan["box_size"].tolist()] if "box_size" in plan else None
     ratio = int(layout.ratio)
     # The size every frame decodes to (that of the planned first frame).
     decoded_size = tuple(-(-int(s) // ratio) for s in layout.frame_size)
@@ -277,7 +285,7 @@ def sample_np(
     for i, positions in slots.items():
         first_clip, first_t = positions[0]
         resized = sizes[first_clip] != decoded_size
-        whole = (box_h, box_w) == sizes[first_clip]  # no crop: a frame fills its output slot
+        whole = box_sizes is None and (box_h, box_w) == sizes[first_clip]  # fills its slot
         in_place = not resized and whole and not boxes[first_clip][2]
         if in_place:
             target = clips[first_clip, first_t]  # decoded into the clip: no copy at all
@@ -292,7 +300,11 @@ def sample_np(
             if size not in scaled:
                 scaled[size] = image if size == decoded_size else _area_resize_np(image, *size)
             y, x, flip = boxes[c]
-            box = scaled[size][y : y + box_h, x : x + box_w]
+            if box_sizes is None:
+                box = scaled[size][y : y + box_h, x : x + box_w]
+            else:  # crop="resized": the drawn box, resized to crop_size
+                bh, bw = box_sizes[c]
+                box = _box_resize_np(scaled[size][y : y + bh, x : x + bw], box_h, box_w)
             if flip:
                 _cv2().flip(box, 1, dst=clips[c, t])
             else:
@@ -305,6 +317,14 @@ def _view_sizes(spec, out_size) -> list[tuple[int, int]]:
     if isinstance(spec.short_side, tuple):
         return [(int(h), int(w)) for h, w in zip(*out_size)]
     return [(int(out_size[0]), int(out_size[1]))] * spec.num_views
+
+
+def _box_resize_np(box: np.ndarray, height: int, width: int) -> np.ndarray:
+    """A drawn box to the output size: area when both sides shrink, else bilinear."""
+    cv2 = _cv2()
+    shrink = box.shape[0] >= height and box.shape[1] >= width
+    interpolation = cv2.INTER_AREA if shrink else cv2.INTER_LINEAR
+    return cv2.resize(box, (width, height), interpolation=interpolation)
 
 
 def _cv2():
@@ -429,7 +449,7 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
     flat = tf.reshape(plan["indices"], [n])
     safe = tf.maximum(flat, 0)
     clip_of = tf.repeat(tf.range(num_clips, dtype=tf.int64), t)
-    per_view = spec.crop == "random" or spec.num_crops > 1 or isinstance(spec.short_side, tuple)
+    per_view = spec.crop != "center" or spec.num_crops > 1 or isinstance(spec.short_side, tuple)
     if spec.crop_size is not None and per_view and num_clips > 1:  # boxes per view
         uids, inverse = tf.unique(clip_of * length + safe)
         u_frames, u_clips = uids % length, uids // length
@@ -528,16 +548,23 @@ def _frame_decoder_tf(spec, layout, views, ratio):
             return _maybe_resize_tf(image, out, needs_resize)
 
         return (), decode_full, (None, None)
-    windows, sizes, boxes = _crop_windows_tf(offsets, decoded, out, spec.crop_size)
+    drawn = layout.plan.get("box_size")  # crop="resized": boxes of their own sizes
+    box_sizes = spec.crop_size if drawn is None else tf.gather(drawn, views)
+    windows, sizes, boxes = _crop_windows_tf(offsets, decoded, out, box_sizes)
 
-    def decode_box(data, window, size, box):
+    def decode_box(data, window, size, box, *box_size):
         image = tf.io.decode_and_crop_jpeg(
             data, window, channels=3, ratio=ratio, dct_method=_DCT_METHOD
         )
         image = _maybe_resize_tf(image, size, needs_resize)
-        return tf.slice(image, box, [*spec.crop_size, 3])
+        if not box_size:
+            return tf.slice(image, box, [*spec.crop_size, 3])
+        box_size = tf.cast(box_size[0], tf.int32)
+        image = tf.slice(image, box, tf.concat([box_size, [3]], axis=0))
+        return _box_resize_tf(image, box_size, spec.crop_size)
 
-    return (windows, sizes, boxes), decode_box, spec.crop_size
+    inputs = (windows, sizes, boxes) if drawn is None else (windows, sizes, boxes, box_sizes)
+    return inputs, decode_box, spec.crop_size
 
 
 def _crop_windows_tf(offsets, decoded, out, crop_size):
@@ -552,7 +579,8 @@ def _crop_windows_tf(offsets, decoded, out, crop_size):
     tf = clip_plan.tf_ops().tf
     starts, ends, sizes, in_window = [], [], [], []
     for axis in range(2):
-        o, box = offsets[:, axis], crop_size[axis]
+        o = offsets[:, axis]
+        box = crop_size[axis] if isinstance(crop_size, tuple) else crop_size[:, axis]
         d, r = (tf.cast(s[axis], tf.int64) for s in (decoded, out))
         exact = tf.equal(d, r)
         start = tf.where(exact, tf.maximum(o - _CROP_MARGIN, 0), 0)
@@ -564,6 +592,19 @@ def _crop_windows_tf(offsets, decoded, out, crop_size):
     windows = tf.stack([starts[0], starts[1], ends[0] - starts[0], ends[1] - starts[1]], axis=1)
     boxes = tf.stack([in_window[0], in_window[1], tf.zeros_like(in_window[0])], axis=1)
     return tf.cast(windows, tf.int32), tf.stack(sizes, axis=1), tf.cast(boxes, tf.int32)
+
+
+def _box_resize_tf(box, box_size, crop_size):
+    """`_box_resize_np` in TF: area when both sides shrink, else bilinear; rounded half up."""
+    tf = clip_plan.tf_ops().tf
+    shrink = tf.reduce_all(box_size >= tf.constant(crop_size, tf.int32))
+
+    def resize(method):
+        resized = tf.image.resize(box, crop_size, method=method)
+        return tf.cast(tf.floor(resized + 0.5), tf.uint8)
+
+    image = tf.cond(shrink, lambda: resize("area"), lambda: resize("bilinear"))
+    return tf.ensure_shape(image, [*crop_size, 3])
 
 
 def _differ(a, b):

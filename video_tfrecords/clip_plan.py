@@ -372,7 +372,7 @@ def _spread_offsets(room, n):
 
 
 def _view_boxes(spec, room_y, room_x):
-    """[(y, x)] of the num_crops boxes of a test view: centred across, spread along the long side."""
+    """Per crop (y if tall, x if tall, y if wide, x if wide): centred across, spread along."""
     n = spec.num_crops
     center_y, center_x = -(-room_y // 2), -(-room_x // 2)
     along_y, along_x = _spread_offsets(room_y, n), _spread_offsets(room_x, n)

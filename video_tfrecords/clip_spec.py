@@ -18,7 +18,7 @@ __all__ = ["ClipSpec", "check_positive_int", "is_int"]
 MODES = ("random", "center", "uniform", "segments", "segment_centers")
 SEGMENT_MODES = ("segments", "segment_centers")
 SHORT_VIDEO_POLICIES = ("loop", "repeat_last", "pad", "error")
-CROP_MODES = ("random", "center")
+CROP_MODES = ("random", "center", "resized")
 
 
 def is_int(value) -> bool:
@@ -81,6 +81,22 @@ def _check_short_side(short_side) -> int | tuple[int, int] | None:
     )
 
 
+def _check_range(name: str, value, top: float | None = None) -> tuple[float, float]:
+    """Two finite numbers 0 < lo <= hi (<= top), as floats, else a ValueError naming `name`."""
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        lo, hi = value
+        numbers_ok = all(
+            isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) and math.isfinite(v)
+            for v in value
+        )
+        if numbers_ok and 0 < lo <= hi and (top is None or hi <= top):
+            return float(lo), float(hi)
+    bound = "" if top is None else f" <= {top}"
+    raise ValueError(
+        f"{name} must be a (min, max) range with 0 < min <= max{bound}, got {value!r}."
+    )
+
+
 def _check_fps(fps) -> float | None:
     """None, or a positive finite number of ticks per second."""
     if fps is None:
@@ -113,7 +129,14 @@ class ClipSpec:
         short_video: for videos shorter than a clip's span: "loop" (indices wrap
             around), "repeat_last", "pad" (black frames after the end) or "error".
         crop_size: optional (h, w) box, one per clip, shared by its frames.
-        crop: "random" or "center" placement of the box.
+        crop: "random" or "center" placement of the box, or "resized": a box
+            of random area and aspect (torchvision's RandomResizedCrop: up to
+            10 tries of an area fraction uniform in `crop_area` and a
+            log-aspect uniform in log(`crop_aspect`), else the centred
+            fallback), resized to `crop_size` (area when shrinking both
+            sides, else bilinear).
+        crop_area: (min, max) fraction of the frame's area, for crop="resized".
+        crop_aspect: (min, max) width / height, for crop="resized".
         flip: if True, each clip is flipped left-right with probability 1/2.
         seed: optional int. With a seed the clip is a function of (seed, video
             content); without one every read draws fresh randomness.
@@ -147,6 +170,8 @@ class ClipSpec:
     short_side: int | tuple[int, int] | None = None
     fps: float | None = None
     num_crops: int = 1
+    crop_area: tuple[float, float] = (0.08, 1.0)
+    crop_aspect: tuple[float, float] = (3 / 4, 4 / 3)
 
     def __post_init__(self):
         checked = {
@@ -168,6 +193,14 @@ class ClipSpec:
                 f"stride has no meaning with mode={checked['mode']!r} (one frame per "
                 f"segment); got stride={self.stride!r}."
             )
+        checked["crop_area"] = _check_range("crop_area", self.crop_area, 1.0)
+        checked["crop_aspect"] = _check_range("crop_aspect", self.crop_aspect)
+        if checked["crop"] == "resized" and checked["crop_size"] is None:
+            raise ValueError(
+                "crop='resized' needs crop_size=(h, w): the size the boxes are resized to."
+            )
+        if checked["crop"] == "resized" and self.num_crops != 1:
+            raise ValueError("num_crops must be 1 with crop='resized' (one drawn box per clip).")
         checked["fps"] = _check_fps(self.fps)
         checked["num_crops"] = check_positive_int("num_crops", self.num_crops)
         if checked["num_crops"] > 1 and checked["crop_size"] is None:
