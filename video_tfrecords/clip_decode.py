@@ -488,6 +488,8 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
             )
             return tf.gather(images, inverse)
 
+        if spec.num_crops > 1 and not isinstance(spec.short_side, tuple):
+            return _shared_crops_tf(spec, layout, frames, ratio)
         return tf.cond(tf.equal(tf.size(u_frames), n), each_position, each_distinct)
 
     with tf.control_dependencies([valid]):
@@ -523,7 +525,32 @@ def _static_size(spec, frame_shape):
     return tuple(int(s) for s in size)
 
 
-def _frame_decoder_tf(spec, layout, views, ratio):
+def _shared_crops_tf(spec, layout, frames, ratio):
+    """Test views: each distinct frame of the clips decoded once, whole, then sliced per crop.
+
+    The crops of a clip cover its frames' long side: one whole decode costs less
+    than three box decodes, and a frame shared by overlapping clips is decoded once.
+    """
+    tf = clip_plan.tf_ops().tf
+    k, t = spec.num_crops, spec.num_frames
+    wanted = tf.reshape(tf.maximum(layout.plan["indices"][::k], 0), [-1])  # [num_clips * T]
+    distinct, inverse = tf.unique(wanted)
+    _, decode, _ = _frame_decoder_tf(spec, layout, tf.zeros([1], tf.int64), ratio, whole=True)
+    images = tf.map_fn(
+        decode, tf.gather(frames, distinct), fn_output_signature=tf.TensorSpec(None, tf.uint8)
+    )
+    images = tf.gather(images, inverse)  # [num_clips * T, H, W, 3]
+    h, w = spec.crop_size
+    crops = []
+    for crop in range(k):  # the boxes are the same for every clip
+        y, x = tf.unstack(tf.cast(layout.plan["crop_offsets"][crop], tf.int32))
+        crops.append(tf.slice(images, tf.stack([0, y, x, 0]), [-1, h, w, 3]))
+    by_frame = tf.reshape(tf.stack(crops, axis=1), [-1, t, k, h, w, 3])  # [clip, T, crop, ...]
+    views = tf.transpose(by_frame, [0, 2, 1, 3, 4, 5])  # clip-major views: [clip, crop, T, ...]
+    return tf.reshape(views, [-1, h, w, 3])
+
+
+def _frame_decoder_tf(spec, layout, views, ratio, *, whole=False):
     """(per-frame inputs, decode(data, *inputs) -> image, static image size) at 1/ratio scale.
 
     `views`: the view of each frame to decode (its box, and its size with scale jitter).
@@ -541,7 +568,7 @@ def _frame_decoder_tf(spec, layout, views, ratio):
         decoded = [(s + ratio - 1) // ratio for s in layout.frame_size]
         out = layout.out_size
         needs_resize = _differ(decoded, out)
-    if spec.crop_size is None:
+    if spec.crop_size is None or whole:
 
         def decode_full(data):
             image = tf.io.decode_jpeg(data, channels=3, ratio=ratio, dct_method=_DCT_METHOD)
