@@ -612,3 +612,26 @@ def test_a_dataset_without_frame_checksums_gets_each_record_checked(tmp_path):
     with pytest.raises(CorruptRecordError, match="CRC32C") as error:
         pickle.loads(worker_copy)[0]
     assert shard in str(error.value) and name in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "clip_args",
+    [
+        {"fps": 10.0, "mode": "center"},
+        {"fps": 12.5, "stride": 2, "crop_size": (24, 24), "flip": True},
+        {"mode": "segments", "crop_size": (24, 24), "num_crops": 3},
+    ],
+)
+def test_recipe_clips_equal_the_tf_path_reading_timestamps(tfrecord, clip_args):
+    # The TF path reads the record's timestamps through ClipDecoder.decode_features.
+    decoder = ClipDecoder(4, seed=SEED, **clip_args)
+    dataset = tfrecord.as_dataset(
+        split="train", decoders={"video": tfds.decode.SkipDecoding()}, shuffle_files=False
+    )
+    expected = {
+        e["filename"].decode(): e["video"]
+        for e in tfds.as_numpy(dataset.map(decoder.decode_features))
+    }
+    source = source_of(tfrecord, seed=SEED, **clip_args)
+    for example in all_examples(source):
+        np.testing.assert_array_equal(example["video"], expected[example["filename"]])

@@ -22,7 +22,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from video_tfrecords import clip_decode, clip_plan
+from video_tfrecords import clip_decode, clip_decode_tf, clip_plan
 from video_tfrecords.clip_spec import ClipSpec
 from video_tfrecords.decoders import ClipDecoder, EncodedFrames
 
@@ -430,7 +430,7 @@ def test_partial_decode_matches_full_decode_at_every_offset():
     full = full_decode([frame])[0]
     for h, w in [(8, 8), (15, 21), (32, 48)]:
         offsets = np.array([(y, x) for y in range(H - h + 1) for x in range(W - w + 1)])
-        windows, _, boxes = clip_decode._crop_windows_tf(
+        windows, _, boxes = clip_decode_tf._crop_windows_tf(
             tf.constant(offsets, tf.int64), (H, W), (H, W), (h, w)
         )
         decode_all = tf.function(
@@ -531,7 +531,7 @@ def test_numpy_path_runs_without_tensorflow(video):
                     raise ImportError("TensorFlow is blocked in this process")
 
         sys.meta_path.insert(0, NoTensorFlow())
-        from video_tfrecords import clip_decode, clip_plan
+        from video_tfrecords import clip_decode, clip_decode_tf, clip_plan
         from video_tfrecords.clip_spec import ClipSpec
 
         frames = pickle.loads(sys.stdin.buffer.read())

@@ -445,3 +445,33 @@ def test_a_new_pipeline_reuses_the_arrays_of_the_one_before(tiny_data_dir):
             del clips
         seen.append(input_pipeline.SHARED_BUFFERS.size)
     assert 0 < seen[0] == seen[1]
+def test_clip_dataset_test_views_and_recipes_have_static_shapes_and_the_decoders_clips(
+    tiny_data_dir,
+):
+    recipe = {
+        "mode": "segments",
+        "num_clips": 2,
+        "short_side": (16, 20),
+        "crop_size": (12, 12),
+        "num_crops": 3,
+    }
+    ds = input_pipeline.clip_dataset(
+        name="sampling_test_videos",
+        data_dir=tiny_data_dir,
+        num_frames=4,
+        batch_size=2,
+        training=False,
+        seed=5,
+        dtype=tf.uint8,
+        **recipe,
+    )
+    assert tuple(ds.element_spec[0].shape) == (None, 6, 4, 12, 12, 3)  # views clip-major
+    frames = _stored_frames(tiny_data_dir)
+    decoder = ClipDecoder(4, **recipe)
+    seen = 0
+    for clips, labels in _run(ds):
+        for clip, label in zip(clips, labels):
+            expected = decoder.sample_np(frames[int(label)].numpy(), clip_plan.fold_in(5, 0))
+            np.testing.assert_array_equal(clip, expected)
+            seen += 1
+    assert seen == NUM_VIDEOS

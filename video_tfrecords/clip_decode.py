@@ -2,7 +2,7 @@
 
 `sample_np` (NumPy; JPEG through simplejpeg, resizes and flips through
 OpenCV; works without TensorFlow) and `sample_tf` (a TensorFlow graph, for
-tf.data) take the same `ClipSpec`, run the same plan (`clip_plan`) and return
+tf.data) take the same `ClipSpec`, run the same checked plan (`clip_layout`) and return
 the same pixels: both decode with libjpeg-turbo's accurate integer IDCT (TF's
 `dct_method="INTEGER_ACCURATE"`, simplejpeg's default).
 
@@ -16,159 +16,43 @@ functions.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
 import numpy as np
 import simplejpeg
 
 from video_tfrecords import clip_plan
+from video_tfrecords.clip_decode_tf import plan_tf, sample_tf
+from video_tfrecords.clip_layout import checked_plan, video_label
 from video_tfrecords.clip_spec import ClipSpec
 
 __all__ = ["plan_np", "plan_tf", "sample_np", "sample_tf"]
 
-# Extra pixels decoded around a crop box. With 4:2:0 chroma subsampling,
-# libjpeg's "fancy" upsampling treats the edge of a cropped decode like an
-# image edge; decoding a slightly larger window and slicing gives exactly the
-# pixels of a full decode (2 px suffice; 4 for margin).
-_CROP_MARGIN = 4
-_DCT_METHOD = "INTEGER_ACCURATE"
-
-
-@dataclasses.dataclass
-class _Layout:
-    """A clip's plan and what decoding it needs to know."""
-
-    plan: dict[str, Any]
-    checks: list[Any]  # TF: ops to depend on (NumPy checks have raised already)
-    frame_size: tuple[Any, Any] | None = None  # (h, w) of the stored frames
-    out_size: tuple[Any, Any] | None = None  # (h, w) after `short_side`, before the crop
-    ratio: Any = 1  # JPEG DCT scaling denominator to decode with
-
-
-# ---------------------------------------------------------------------------
-# The plan with its checks, written once over clip_plan's ops.
-# ---------------------------------------------------------------------------
-
-
-def _label(ops, frames, name):
-    """Message parts naming a video: its name, else its content fingerprint."""
-    if name is not None:
-        return ("`", name, "`")  # Backticks: tf.debugging.Assert escapes quotes in graph mode.
-    fingerprint = ops.signed(clip_plan.fingerprint_u64(ops, frames))
-    return ("(fingerprint ", fingerprint, "; see video_tfrecords.clip_plan.video_fingerprint)")
-
-
-def _key(ops, spec, frames, seed, fingerprint=None):
-    """uint64 key: from (seed, else spec.seed, and the video content), else fresh."""
-    seed = spec.seed if seed is None else seed
-    if seed is None:
-        return clip_plan.fresh_key(ops)
-    return clip_plan.seeded_key(ops, seed, frames, fingerprint)
-
-
-def _frame_size(ops, frames, index, label, checks):
-    """(h, w) of the planned frame `index`, read from its JPEG header."""
-    data = ops.frame_or_empty(frames, index)
-    checks.append(
-        ops.check(
-            ops.is_jpeg(data),
-            lambda: ("Frame ", index, " of video ", *label(), " is not a valid JPEG."),
-        )
-    )
-    return ops.after(checks, lambda: ops.jpeg_size(data))
-
-
-def _geometry(ops, spec, size):
-    """(size after short_side, DCT scaling denominator) for stored frames of `size`."""
-    if spec.short_side is None:
-        return size, 1
-    return (
-        clip_plan.resized_size(ops, *size, spec.short_side),
-        clip_plan.reduction(ops, *size, spec.short_side),
-    )
-
-
-def _checked_plan(
-    ops, spec, frames, seed, name, *, frame_shape=None, need_size=False, fingerprint=None
-):
-    """The clip's `_Layout`, after the checks that make the plan valid (errors name the video)."""
-    length = ops.num_frames(frames)
-    label = lambda: _label(ops, frames, name)
-    checks = [ops.check(length > 0, lambda: ("Video ", *label(), " has no frames."))]
-    if spec.short_video == "error":
-        too_short = (
-            f" frames, but a clip of num_frames={spec.num_frames} with stride={spec.stride} "
-            f"spans {spec.min_span} frames (short_video: error)."
-        )
-        checks.append(
-            ops.check(
-                length >= spec.min_span, lambda: ("Video ", *label(), " has ", length, too_short)
-            )
-        )
-    key = ops.after(checks, lambda: _key(ops, spec, frames, seed, fingerprint))
-    indices = ops.after(checks, lambda: clip_plan.frame_indices(ops, spec, key, length))
-    layout = _Layout({"indices": indices}, checks)
-    if need_size or spec.crop_size is not None or spec.short_side is not None:
-        if frame_shape is not None:  # Static sizes: plain ints, decided while tracing.
-            out, ratio = _geometry(clip_plan.NP_OPS, spec, frame_shape)
-            out, ratio = (int(out[0]), int(out[1])), int(ratio)
-            layout.frame_size = frame_shape
-        else:
-            layout.frame_size = _frame_size(ops, frames, indices[0, 0], label, checks)
-            out, ratio = _geometry(ops, spec, layout.frame_size)
-        layout.out_size, layout.ratio = out, ratio
-    if spec.crop_size is None:
-        layout.plan["crop_offsets"] = clip_plan.crop_offsets(ops, spec, key, None, None)
-    else:
-        h, w = spec.crop_size
-        resized = "" if spec.short_side is None else f" after short_side={spec.short_side}"
-        checks.append(
-            ops.check(
-                ops.logical_and(out[0] >= h, out[1] >= w),
-                lambda: (
-                    f"crop_size ({h}, {w}) is larger than the frames of video ",
-                    *label(),
-                    " (",
-                    out[0],
-                    "x",
-                    out[1],
-                    f"{resized}).",
-                ),
-            )
-        )
-        layout.plan["crop_offsets"] = ops.after(
-            checks, lambda: clip_plan.crop_offsets(ops, spec, key, *out)
-        )
-    layout.plan["flip"] = clip_plan.flip_flags(ops, spec, key)
-    return layout
-
-
-# ---------------------------------------------------------------------------
-# NumPy path.
-# ---------------------------------------------------------------------------
-
 
 def plan_np(
-    spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None
+    spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None, timestamps=None,
+    source_fps=None,
 ) -> dict[str, np.ndarray]:
     """The plan of `sample_np(spec, frames, seed)`, without decoding pixels.
 
-    A dict with "indices" (int64 [num_clips, T], -1 = padded frame),
-    "crop_offsets" (int64 [num_clips, 2], (y, x) of each box in the frame after
-    `short_side`; zeros without crop) and "flip" (bool [num_clips]).
+    A dict with "indices" (int64 [num_views, T], -1 = padded frame),
+    "crop_offsets" (int64 [num_views, 2], (y, x) of each box in the frame after
+    `short_side`; zeros without crop) and "flip" (bool [num_views]); views are
+    clips times crops, clip-major.
     """
     with clip_plan.NP_OPS.wrapping():
-        plan = _checked_plan(
-            clip_plan.NP_OPS, spec, frames, seed, name, fingerprint=fingerprint
+        plan = checked_plan(
+            clip_plan.NP_OPS, spec, frames, seed, name, fingerprint=fingerprint,
+            timestamps=timestamps, source_fps=source_fps,
         ).plan
     return {k: np.asarray(v) for k, v in plan.items()}
 
 
 def sample_np(
-    spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None, out=None
+    spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None, out=None,
+    timestamps=None, source_fps=None,
 ) -> np.ndarray:
-    """Samples and decodes clip(s) without TensorFlow: uint8 [T, H, W, 3] or [num_clips, T, H, W, 3].
+    """Samples and decodes clip(s) without TensorFlow: uint8 [T, H, W, 3] or [V, T, H, W, 3].
+
+    V = num_clips * num_crops views, clip-major.
 
     Args:
         spec: the clip specification.
@@ -181,6 +65,8 @@ def sample_np(
         fingerprint: the video's `clip_plan.video_fingerprint(frames)` if known
             (e.g. cached by a reader that reads the video again): saves hashing
             it. It must be that value; the clip is then the same.
+        timestamps, source_fps: each frame's time in seconds, else the stored
+            frame rate: needed with `spec.fps` only.
 
     Each distinct frame is decoded once, straight from its bytes: into the
     output itself when it fills its place whole (no crop, flip or resize), else
@@ -188,14 +74,15 @@ def sample_np(
     """
     ops = clip_plan.NP_OPS
     with ops.wrapping():
-        layout = _checked_plan(
-            ops, spec, frames, seed, name, need_size=True, fingerprint=fingerprint
+        layout = checked_plan(
+            ops, spec, frames, seed, name, need_size=True, fingerprint=fingerprint,
+            timestamps=timestamps, source_fps=source_fps,
         )
     plan = layout.plan
-    label = lambda: ops.message(_label(ops, frames, name))
-    out_h, out_w = (int(v) for v in layout.out_size)
-    box_h, box_w = spec.crop_size or (out_h, out_w)
-    shape = (spec.num_clips, spec.num_frames, box_h, box_w, 3)
+    label = lambda: ops.message(video_label(ops, frames, name))
+    sizes = _view_sizes(spec, layout.out_size)  # (h, w) of each view's frames before its box
+    box_h, box_w = spec.crop_size or sizes[0]
+    shape = (spec.num_views, spec.num_frames, box_h, box_w, 3)
     if out is None:
         clips = np.empty(shape, np.uint8)
     else:
@@ -208,14 +95,15 @@ def sample_np(
             if i >= 0:
                 slots.setdefault(i, []).append((c, t))
     boxes = [(*yx, flip) for yx, flip in zip(plan["crop_offsets"].tolist(), plan["flip"].tolist())]
+    box_sizes = [tuple(s) for s in plan["box_size"].tolist()] if "box_size" in plan else None
     ratio = int(layout.ratio)
     # The size every frame decodes to (that of the planned first frame).
     decoded_size = tuple(-(-int(s) // ratio) for s in layout.frame_size)
-    resized = decoded_size != (out_h, out_w)
-    whole = (box_h, box_w) == (out_h, out_w)  # no crop: a frame fills its output slot
     scratch = None  # one decoded frame when it cannot go straight to its slot
     for i, positions in slots.items():
         first_clip, first_t = positions[0]
+        resized = sizes[first_clip] != decoded_size
+        whole = box_sizes is None and (box_h, box_w) == sizes[first_clip]  # fills its slot
         in_place = not resized and whole and not boxes[first_clip][2]
         if in_place:
             target = clips[first_clip, first_t]  # decoded into the clip: no copy at all
@@ -224,16 +112,37 @@ def sample_np(
             target = scratch
         where = lambda i=i: f"Frame {i} of video {label()}"
         image = _decode_rgb(frames[i], ratio, target, where)
-        if resized:
-            image = _area_resize_np(image, out_h, out_w)
+        scaled = {}  # (h, w) -> the frame at that size (each size once per frame)
         for c, t in positions[1:] if in_place else positions:
+            size = sizes[c]
+            if size not in scaled:
+                scaled[size] = image if size == decoded_size else _area_resize_np(image, *size)
             y, x, flip = boxes[c]
-            box = image[y : y + box_h, x : x + box_w]
+            if box_sizes is None:
+                box = scaled[size][y : y + box_h, x : x + box_w]
+            else:  # crop="resized": the drawn box, resized to crop_size
+                bh, bw = box_sizes[c]
+                box = _box_resize_np(scaled[size][y : y + bh, x : x + bw], box_h, box_w)
             if flip:
                 _cv2().flip(box, 1, dst=clips[c, t])
             else:
                 clips[c, t] = box
     return clips if spec.multi_clip else clips[0]
+
+
+def _view_sizes(spec, out_size) -> list[tuple[int, int]]:
+    """(h, w) of each view's frames before its box: one size, or one per view (scale jitter)."""
+    if isinstance(spec.short_side, tuple):
+        return [(int(h), int(w)) for h, w in zip(*out_size)]
+    return [(int(out_size[0]), int(out_size[1]))] * spec.num_views
+
+
+def _box_resize_np(box: np.ndarray, height: int, width: int) -> np.ndarray:
+    """A drawn box to the output size: area when both sides shrink, else bilinear."""
+    cv2 = _cv2()
+    shrink = box.shape[0] >= height and box.shape[1] >= width
+    interpolation = cv2.INTER_AREA if shrink else cv2.INTER_LINEAR
+    return cv2.resize(box, (width, height), interpolation=interpolation)
 
 
 def _cv2():
@@ -291,219 +200,3 @@ def _area_resize_np(image: np.ndarray, height: int, width: int) -> np.ndarray:
     """Resizes with pixel-area averaging (OpenCV's INTER_AREA)."""
     cv2 = _cv2()
     return cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
-
-
-# ---------------------------------------------------------------------------
-# TensorFlow path (TensorFlow is imported by these functions only).
-# ---------------------------------------------------------------------------
-
-
-def plan_tf(spec: ClipSpec, frames, seed=None, *, name=None) -> dict[str, Any]:
-    """The TF plan of `sample_tf(spec, frames, seed)`, without decoding pixels (see `plan_np`)."""
-    ops = clip_plan.tf_ops()
-    frames = ops.tf.convert_to_tensor(frames, ops.tf.string)
-    return _checked_plan(ops, spec, frames, seed, name).plan
-
-
-def sample_tf(spec: ClipSpec, frames, seed=None, *, name=None, frame_shape=None):
-    """Samples and decodes clip(s) from a 1-D string tensor of JPEG frames, in a TF graph.
-
-    Args:
-        spec: the clip specification.
-        frames: 1-D string tensor, one encoded JPEG per frame.
-        seed: an int or int tensor, or None for `spec.seed` (fresh randomness on
-            every run if that is None too). Pass e.g. `fold_in(seed, epoch)` to
-            get new but replayable clips every epoch.
-        name: optional string (tensor) naming the video in error messages.
-        frame_shape: the stored frames' (h, w) when known for every video (e.g.
-            from the TFDS feature): static output shapes and no header read.
-
-    Returns:
-        uint8 tensor [T, H, W, 3] or [num_clips, T, H, W, 3], static wherever known.
-        Only the clip's frames are decoded (and only the box of each, with a crop).
-    """
-    ops = clip_plan.tf_ops()
-    tf = ops.tf
-    frames = tf.convert_to_tensor(frames, tf.string)
-    layout = _checked_plan(ops, spec, frames, seed, name, frame_shape=frame_shape)
-    if tf.executing_eagerly() and layout.frame_size is not None:  # sizes are known: no branches
-        sizes = (layout.frame_size, layout.out_size)
-        layout.frame_size, layout.out_size = (tuple(map(int, s)) for s in sizes)
-        layout.ratio = int(layout.ratio)
-    with tf.control_dependencies(layout.checks):
-        return _decode_tf(spec, frames, layout, name, frame_shape)
-
-
-def _decode_tf(spec, frames, layout, name, frame_shape):
-    """Decodes the planned frames, each distinct (frame, box) once."""
-    ops = clip_plan.tf_ops()
-    tf = ops.tf
-    plan = layout.plan
-    num_clips, t = spec.num_clips, spec.num_frames
-    n = num_clips * t
-    length = ops.num_frames(frames)
-    flat = tf.reshape(plan["indices"], [n])
-    safe = tf.maximum(flat, 0)
-    clip_of = tf.repeat(tf.range(num_clips, dtype=tf.int64), t)
-    if spec.crop_size is not None and spec.crop == "random" and num_clips > 1:  # boxes per clip
-        uids, inverse = tf.unique(clip_of * length + safe)
-        u_frames, u_clips = uids % length, uids // length
-    else:
-        u_frames, inverse = tf.unique(safe)
-        u_clips = tf.zeros_like(u_frames)
-    bad = tf.not_equal(tf.gather(tf.strings.substr(frames, 0, 3), u_frames), clip_plan.JPEG_MAGIC)
-    valid = ops.check(
-        tf.logical_not(tf.reduce_any(bad)),
-        lambda: (
-            "Frame ",
-            tf.boolean_mask(u_frames, bad)[0],
-            " of video ",
-            *_label(ops, frames, name),
-            " is not a valid JPEG.",
-        ),
-    )
-
-    def decode_all(ratio):
-        def each_position():
-            # The usual case: no frame repeats. n independent decode ops (inputs
-            # split by one unstack op each) run in parallel on the executor,
-            # with no while loop and no gather of decoded frames. (Inputs of
-            # static size n: Grappler may run this branch's unstack ops early.)
-            offsets = tf.gather(plan["crop_offsets"], clip_of)
-            inputs, decode, _ = _frame_decoder_tf(spec, layout, offsets, ratio)
-            columns = [tf.unstack(x, num=n) for x in (tf.gather(frames, safe), *inputs)]
-            return tf.stack([decode(*row) for row in zip(*columns)])
-
-        def each_distinct():
-            # Short videos and overlapping clips repeat frames: decode each once.
-            offsets = tf.gather(plan["crop_offsets"], u_clips)
-            inputs, decode, size = _frame_decoder_tf(spec, layout, offsets, ratio)
-            images = tf.map_fn(
-                lambda row: decode(*row),
-                (tf.gather(frames, u_frames), *inputs),
-                fn_output_signature=tf.TensorSpec([*size, 3], tf.uint8),
-            )
-            return tf.gather(images, inverse)
-
-        return tf.cond(tf.equal(tf.size(u_frames), n), each_position, each_distinct)
-
-    with tf.control_dependencies([valid]):
-        if isinstance(layout.ratio, int):
-            clips = decode_all(layout.ratio)
-        else:  # Frame sizes known only at run time: a branch per DCT scaling.
-            branch = tf.cast(layout.ratio > 1, tf.int32)
-            branches = [lambda r=r: decode_all(r) for r in clip_plan.REDUCTIONS]
-            clips = tf.switch_case(branch, branches)
-    if spec.short_video == "pad":
-        clips = tf.where(tf.reshape(flat >= 0, [-1, 1, 1, 1]), clips, tf.zeros_like(clips))
-    clips = tf.reshape(clips, tf.concat([[num_clips, t], tf.shape(clips)[1:]], axis=0))
-    if spec.flip:
-        # Only the clips drawn for flipping pay for the mirror copy.
-        flips = tf.unstack(plan["flip"], num=num_clips)
-        clips = tf.stack(
-            [
-                tf.cond(flip, lambda c=c: _mirror_tf(clips[c]), lambda c=c: clips[c])
-                for c, flip in enumerate(flips)
-            ]
-        )
-    clips = tf.ensure_shape(clips, [num_clips, t, *_static_size(spec, frame_shape), 3])
-    return clips if spec.multi_clip else clips[0]
-
-
-def _static_size(spec, frame_shape):
-    """Static (h, w) of the output when known, else (None, None)."""
-    if spec.crop_size is not None:
-        return spec.crop_size
-    if frame_shape is None:
-        return (None, None)
-    size, _ = _geometry(clip_plan.NP_OPS, spec, frame_shape)
-    return tuple(int(s) for s in size)
-
-
-def _frame_decoder_tf(spec, layout, offsets, ratio):
-    """(per-frame inputs, decode(data, *inputs) -> image, static image size) at 1/ratio scale."""
-    tf = clip_plan.tf_ops().tf
-    if spec.short_side is None:
-        decoded = out = layout.frame_size
-        needs_resize = False
-    else:
-        decoded = [(s + ratio - 1) // ratio for s in layout.frame_size]
-        out = layout.out_size
-        needs_resize = _differ(decoded, out)
-    if spec.crop_size is None:
-
-        def decode_full(data):
-            image = tf.io.decode_jpeg(data, channels=3, ratio=ratio, dct_method=_DCT_METHOD)
-            return _maybe_resize_tf(image, out, needs_resize)
-
-        return (), decode_full, (None, None)
-    windows, sizes, boxes = _crop_windows_tf(offsets, decoded, out, spec.crop_size)
-
-    def decode_box(data, window, size, box):
-        image = tf.io.decode_and_crop_jpeg(
-            data, window, channels=3, ratio=ratio, dct_method=_DCT_METHOD
-        )
-        image = _maybe_resize_tf(image, size, needs_resize)
-        return tf.slice(image, box, [*spec.crop_size, 3])
-
-    return (windows, sizes, boxes), decode_box, spec.crop_size
-
-
-def _crop_windows_tf(offsets, decoded, out, crop_size):
-    """Per box: the window to decode [n, 4], its size after resizing [n, 2], the box in it [n, 3].
-
-    `offsets` [n, 2] are the boxes' (y, x) in the frame of size `out`; the frame
-    decodes to size `decoded`. Along an axis that needs no resizing
-    (decoded == out), the window is the box plus a margin, inside the frame;
-    along one that does, it is the whole axis, resized to `out` (resizing a part
-    would not keep the pixel grid of the whole frame).
-    """
-    tf = clip_plan.tf_ops().tf
-    starts, ends, sizes, in_window = [], [], [], []
-    for axis in range(2):
-        o, box = offsets[:, axis], crop_size[axis]
-        d, r = (tf.cast(s[axis], tf.int64) for s in (decoded, out))
-        exact = tf.equal(d, r)
-        start = tf.where(exact, tf.maximum(o - _CROP_MARGIN, 0), 0)
-        end = tf.where(exact, tf.minimum(o + box + _CROP_MARGIN, d), d)
-        starts.append(start)
-        ends.append(end)
-        sizes.append(tf.where(exact, end - start, r))
-        in_window.append(o - start)
-    windows = tf.stack([starts[0], starts[1], ends[0] - starts[0], ends[1] - starts[1]], axis=1)
-    boxes = tf.stack([in_window[0], in_window[1], tf.zeros_like(in_window[0])], axis=1)
-    return tf.cast(windows, tf.int32), tf.stack(sizes, axis=1), tf.cast(boxes, tf.int32)
-
-
-def _differ(a, b):
-    """Whether two (h, w) sizes differ: a Python bool when both are static, else a tensor."""
-    if all(isinstance(v, int) for v in (*a, *b)):
-        return tuple(a) != tuple(b)
-    tf = clip_plan.tf_ops().tf
-    a, b = tf.cast(tf.stack(a), tf.int64), tf.cast(tf.stack(b), tf.int64)
-    return tf.reduce_any(tf.not_equal(a, b))
-
-
-def _maybe_resize_tf(image, size, needs_resize):
-    """Area-resizes `image` to `size` (rounded half up, as OpenCV's uint8 resize) if needed."""
-    tf = clip_plan.tf_ops().tf
-
-    def resize():
-        resized = tf.image.resize(image, tf.cast(tf.stack(size), tf.int32), method="area")
-        return tf.cast(tf.floor(resized + 0.5), tf.uint8)
-
-    if isinstance(needs_resize, bool):
-        return resize() if needs_resize else image
-    return tf.cond(needs_resize, resize, lambda: image)
-
-
-def _mirror_tf(clip):
-    """Flips a [T, H, W, 3] clip left-right.
-
-    Reversing axis 1 of the [T * H, W, 3] view takes half the time of
-    reversing axis 2 of the clip itself.
-    """
-    tf = clip_plan.tf_ops().tf
-    shape = tf.shape(clip)
-    rows = tf.reshape(clip, tf.stack([-1, shape[2], 3]))
-    return tf.reshape(tf.reverse(rows, axis=[1]), shape)

@@ -11,14 +11,21 @@ seeded clip does not depend on read order.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import numbers
-import os
-import sys
 import threading
 
 import numpy as np
+
+from video_tfrecords.clip_ops import (  # noqa: F401  (re-exported: the plan's public names)
+    _U64,
+    JPEG_MAGIC,
+    NP_OPS,
+    NumpyOps,
+    TensorFlowOps,
+    jpeg_size,
+    ops_for,
+    tf_ops,
+)
 
 __all__ = [
     "NP_OPS",
@@ -26,7 +33,9 @@ __all__ = [
     "fingerprint_u64",
     "flip_flags",
     "fold_in",
+    "clip_frames",
     "frame_indices",
+    "frames_on_screen",
     "fresh_key",
     "fresh_seed",
     "jpeg_size",
@@ -34,254 +43,22 @@ __all__ = [
     "reduction",
     "resized_size",
     "seeded_key",
+    "short_sides",
     "tf_ops",
+    "tick_count",
     "video_fingerprint",
 ]
 
-_U64 = 2**64
 _GOLDEN = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9
 _MIX2 = 0x94D049BB133111EB
 _BYTE_SALT = 0x243F6A8885A308D3
 _HASH_BYTES = 8192  # Bytes hashed at each end of a frame for its fingerprint.
 # Counter slots of the per-clip random draws (counter = 8 * clip + slot).
-_SLOT_STRIDE, _SLOT_START, _SLOT_CROP_Y, _SLOT_CROP_X, _SLOT_FLIP = range(5)
-JPEG_MAGIC = b"\xff\xd8\xff"
-# Start-of-frame markers (they carry the image size): C0-CF but DHT, JPG and DAC.
-_SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_SLOT_STRIDE, _SLOT_START, _SLOT_CROP_Y, _SLOT_CROP_X, _SLOT_FLIP, _SLOT_SCALE = range(6)
+_SEGMENT_COUNTERS = 2**32  # Counters of the per-segment draws (past the per-clip slots).
+TICK_TOLERANCE = 1e-4  # s: a frame this close before a tick is on screen at it.
 REDUCTIONS = (1, 2)  # JPEG DCT scalings used: 1/1 and 1/2 (see `reduction`).
-
-
-# ---------------------------------------------------------------------------
-# Array backends: the few ops the plan needs, and checks that fail with a message.
-# ---------------------------------------------------------------------------
-
-
-class NumpyOps:
-    """NumPy (and plain Python) implementations; checks raise ValueError."""
-
-    u64 = staticmethod(np.uint64)
-    i64 = staticmethod(np.int64)
-    maximum = staticmethod(np.maximum)
-    minimum = staticmethod(np.minimum)
-    where = staticmethod(np.where)
-    stack = staticmethod(np.stack)
-    logical_and = staticmethod(np.logical_and)
-
-    @staticmethod
-    def shr(x, n):
-        return x >> np.uint64(n)
-
-    @staticmethod
-    def arange(n):
-        return np.arange(n, dtype=np.int64)
-
-    @staticmethod
-    def zeros(shape, dtype):
-        return np.zeros(shape, {"int64": np.int64, "bool": bool}[dtype])
-
-    @staticmethod
-    def size(values):
-        return len(values)
-
-    @staticmethod
-    def num_frames(frames):
-        return np.int64(len(frames))
-
-    @staticmethod
-    def frame_or_empty(frames, index):
-        return frames[int(index)] if len(frames) else b""
-
-    @staticmethod
-    def byte_length(data):
-        return memoryview(data).nbytes
-
-    @staticmethod
-    def byte_values(data, start, size):
-        start = int(start)
-        return np.frombuffer(data, np.uint8)[start : start + size].astype(np.uint64)
-
-    @staticmethod
-    def sum_u64(values):
-        return np.uint64(values.sum(dtype=np.uint64))
-
-    @staticmethod
-    def seed_u64(seed):
-        return np.uint64(int(seed) % _U64)
-
-    @staticmethod
-    def signed(u):
-        """uint64 -> Python int in the int64 range."""
-        v = int(u)
-        return v - _U64 if v >= 2**63 else v
-
-    @staticmethod
-    def fresh_u64():
-        return np.uint64(int.from_bytes(os.urandom(8), "little"))
-
-    @staticmethod
-    def wrapping():
-        """uint64 arithmetic wraps around by design: silence NumPy's scalar overflow warning."""
-        return np.errstate(over="ignore")
-
-    @staticmethod
-    def is_jpeg(data):
-        return jpeg_size(data) is not None
-
-    @staticmethod
-    def jpeg_size(data):
-        return tuple(np.int64(v) for v in jpeg_size(data))
-
-    @staticmethod
-    def message(parts):
-        return "".join(
-            p.decode("utf-8", "replace") if isinstance(p, bytes) else str(p) for p in parts
-        )
-
-    def check(self, ok, parts_fn):
-        """Raises ValueError(message) when `ok` is false; the message is built only then."""
-        if not ok:
-            raise ValueError(self.message(parts_fn()))
-
-    @staticmethod
-    def after(checks, fn):
-        del checks  # Checks have already raised.
-        return fn()
-
-
-class TensorFlowOps:
-    """TensorFlow implementations (graph or eager); checks raise InvalidArgumentError."""
-
-    def __init__(self):
-        import tensorflow as tf  # only processes that use the TF path import it
-
-        self.tf = tf
-        self._generator = None
-        self._lock = threading.Lock()
-        self.maximum, self.minimum, self.where = tf.maximum, tf.minimum, tf.where
-        self.stack, self.logical_and = tf.stack, tf.logical_and
-
-    def u64(self, x):
-        return self.tf.cast(x, self.tf.uint64)
-
-    def i64(self, x):
-        return self.tf.cast(x, self.tf.int64)
-
-    def shr(self, x, n):
-        return self.tf.bitwise.right_shift(x, self.tf.constant(n, self.tf.uint64))
-
-    def arange(self, n):
-        return self.tf.range(n, dtype=self.tf.int64)
-
-    def zeros(self, shape, dtype):
-        return self.tf.zeros(shape, dtype)
-
-    def size(self, values):
-        return self.tf.size(values, out_type=self.tf.int64)
-
-    def num_frames(self, frames):
-        return self.tf.shape(frames, out_type=self.tf.int64)[0]
-
-    def frame_or_empty(self, frames, index):
-        return self.tf.strings.reduce_join(frames[index : index + 1])
-
-    def byte_length(self, data):
-        return self.tf.strings.length(data)
-
-    def byte_values(self, data, start, size):
-        chunk = self.tf.strings.substr(data, start, size)
-        return self.u64(self.tf.io.decode_raw(chunk, self.tf.uint8))
-
-    def sum_u64(self, values):
-        return self.tf.reduce_sum(values)
-
-    def seed_u64(self, seed):
-        tf = self.tf
-        if isinstance(seed, numbers.Integral):
-            return tf.constant(int(seed) % _U64, tf.uint64)
-        seed = tf.convert_to_tensor(seed)
-        if seed.dtype == tf.uint64:
-            return seed
-        return tf.bitcast(tf.cast(seed, tf.int64), tf.uint64)
-
-    def signed(self, u):
-        return self.tf.bitcast(u, self.tf.int64)
-
-    def fresh_u64(self):
-        """A fresh uint64 per run of the op, from a generator that outlives pipelines."""
-        tf = self.tf
-        with self._lock:
-            if self._generator is None:
-                # Created eagerly even while a tf.data function is being traced,
-                # so its state persists across iterators and epochs.
-                with tf.init_scope(), tf.device("/cpu:0"):
-                    self._generator = tf.random.Generator.from_non_deterministic_state()
-        return tf.bitcast(self._generator.uniform_full_int([], tf.int64), tf.uint64)
-
-    @staticmethod
-    def wrapping():
-        return contextlib.nullcontext()
-
-    def is_jpeg(self, data):
-        return self.tf.reduce_all(self.tf.equal(self.tf.strings.substr(data, 0, 3), JPEG_MAGIC))
-
-    def jpeg_size(self, data):
-        size = self.i64(self.tf.io.extract_jpeg_shape(data))
-        return size[0], size[1]
-
-    def message(self, parts):
-        """Joins str / string-tensor / number-tensor parts into one string tensor."""
-        tf = self.tf
-        pieces = []
-        for part in parts:
-            if isinstance(part, (str, bytes)):
-                pieces.append(part)
-            else:
-                part = tf.convert_to_tensor(part)
-                pieces.append(part if part.dtype == tf.string else tf.strings.as_string(part))
-        return tf.strings.join(pieces)
-
-    def check(self, ok, parts_fn):
-        """A check to depend on: raises InvalidArgumentError when `ok` is false.
-
-        The message (which may hash frames) is only computed on failure.
-        """
-        tf = self.tf
-        if tf.executing_eagerly():
-            if not bool(ok):
-                text = self.message(parts_fn()).numpy().decode("utf-8", "replace")
-                raise tf.errors.InvalidArgumentError(None, None, text)
-            return tf.constant(True)
-
-        def fail():
-            assert_op = tf.debugging.Assert(False, [self.message(parts_fn())], summarize=1)
-            with tf.control_dependencies([assert_op]):
-                return tf.constant(False)
-
-        return tf.cond(ok, lambda: tf.constant(True), fail)
-
-    def after(self, checks, fn):
-        with self.tf.control_dependencies(checks):
-            return fn()
-
-
-NP_OPS = NumpyOps()
-
-
-@functools.cache
-def tf_ops() -> TensorFlowOps:
-    """The TensorFlow backend (imports TensorFlow on the first call)."""
-    return TensorFlowOps()
-
-
-def _is_tensor(x) -> bool:
-    tf = sys.modules.get("tensorflow")  # Nothing is a tensor unless TensorFlow is loaded.
-    return tf is not None and isinstance(x, (tf.Tensor, tf.Variable))
-
-
-def ops_for(*values):
-    """TF ops if any of `values` is a tensor, else NumPy ops."""
-    return tf_ops() if any(map(_is_tensor, values)) else NP_OPS
 
 
 # ---------------------------------------------------------------------------
@@ -519,8 +296,33 @@ def _fit_indices(ops, indices, length, policy):
     return indices  # "error": checked before.
 
 
+def _segment_indices(ops, spec, key, length):
+    """int64 [num_clips, T]: one frame per equal segment (MMAction2 SampleFrames, clip_len=1).
+
+    "segments": segment k is [k L // T, (k + 1) L // T) and its frame is at a
+    uniform offset in it (the segment's first frame when it is empty, L < T);
+    "segment_centers": frame int(a k + a / 2) with a = L / T, in float64 as
+    MMAction2 computes it.
+    """
+    t = spec.num_frames
+    k = ops.arange(t)
+    if spec.mode == "segment_centers":
+        interval = ops.f64(length) / t
+        return ops.stack([ops.floor_i64(ops.f64(k) * interval + interval / 2)])
+    begins, ends = (k * length) // t, ((k + 1) * length) // t
+    sizes = ops.maximum(ends - begins, 1)
+    clips = []
+    for c in range(spec.num_clips):
+        counter = _SEGMENT_COUNTERS + c * t
+        offsets = [_randint(ops, key, counter + j, sizes[j]) for j in range(t)]
+        clips.append(ops.minimum(begins + ops.stack(offsets), length - 1))
+    return ops.stack(clips)
+
+
 def frame_indices(ops, spec, key, length):
     """int64 [num_clips, T] frame indices of the clips (-1 = padded frame)."""
+    if spec.mode in ("segments", "segment_centers"):
+        return _segment_indices(ops, spec, key, length)
     strides = _clip_strides(ops, spec, key, length)
     spans = [(spec.num_frames - 1) * s + 1 for s in strides]
     starts = _clip_starts(ops, spec, key, length, spans)
@@ -532,18 +334,81 @@ def frame_indices(ops, spec, key, length):
     return ops.stack(clips)
 
 
-def crop_offsets(ops, spec, key, height, width):
-    """int64 [num_clips, 2]: top-left (y, x) of each clip's box in a height x width frame.
+def tick_count(ops, times, fps):
+    """Ticks of a 1/fps s grid from the first timestamp to the last (float64 [L] times)."""
+    return ops.floor_i64((times[-1] - times[0] + TICK_TOLERANCE) * fps) + 1
 
-    Zeros without `crop_size`.
+
+def frames_on_screen(ops, times, fps, ticks):
+    """Index of the frame on screen at each tick (int64, any shape; -1 kept as -1).
+
+    The last frame whose timestamp is <= the tick time (times[0] + tick / fps),
+    a frame within TICK_TOLERANCE of the tick counting as on screen (timestamps
+    are stored as float32).
     """
+    at = times[0] + ops.f64(ops.maximum(ticks, 0)) / fps + TICK_TOLERANCE
+    found = ops.maximum(ops.last_at_or_before(times, at), 0)
+    return ops.where(ticks >= 0, found, -1)
+
+
+def clip_frames(ops, spec, key, length, times=None):
+    """int64 [num_views, T] frames of every view (-1 = padded frame).
+
+    With `spec.fps`, the clips are planned over the ticks of the time grid
+    (`times`: float64 [L] timestamps in seconds) and mapped to the frames on
+    screen; with `num_crops`, each clip's row repeats once per crop.
+    """
+    if spec.fps is None:
+        indices = frame_indices(ops, spec, key, length)
+    else:
+        ticks = frame_indices(ops, spec, key, tick_count(ops, times, spec.fps))
+        indices = frames_on_screen(ops, times, spec.fps, ticks)
+    return indices if spec.num_crops == 1 else ops.repeat(indices, spec.num_crops)
+
+
+def _spread_offsets(room, n):
+    """n offsets from 0 to `room`: ceil(i room / (n - 1)) (PySlowFast's uniform_crop for 3)."""
+    return [-((-i * room) // (n - 1)) for i in range(n)]
+
+
+def _view_boxes(spec, room_y, room_x):
+    """Per crop (y if tall, x if tall, y if wide, x if wide): centred across, spread along."""
+    n = spec.num_crops
+    center_y, center_x = -(-room_y // 2), -(-room_x // 2)
+    along_y, along_x = _spread_offsets(room_y, n), _spread_offsets(room_x, n)
+    return [(along_y[i], center_x, center_y, along_x[i]) for i in range(n)]
+
+
+def short_sides(ops, spec, key):
+    """int64 [num_clips]: each clip's short side, drawn from spec.short_side's (min, max) range."""
+    lo, hi = spec.short_side
+    draws = [_randint(ops, key, 8 * c + _SLOT_SCALE, hi - lo + 1) for c in range(spec.num_clips)]
+    return lo + ops.stack(draws)
+
+
+def crop_offsets(ops, spec, key, height, width):
+    """int64 [num_views, 2]: top-left (y, x) of each view's box in a height x width frame.
+
+    `height`, `width`: the frame's size, or int64 [num_clips] sizes of each
+    clip's frames (scale jitter). Zeros without `crop_size`. With num_crops > 1
+    the boxes of a clip are centred across the frame's short side and spread
+    along its long side.
+    """
+    views = spec.num_clips * spec.num_crops
     if spec.crop_size is None:
-        return ops.zeros([spec.num_clips, 2], "int64")
+        return ops.zeros([views, 2], "int64")
     h, w = spec.crop_size
-    room_y = ops.maximum(ops.i64(height) - h, 0)
-    room_x = ops.maximum(ops.i64(width) - w, 0)
+    per_clip = isinstance(spec.short_side, tuple)
     offsets = []
     for c in range(spec.num_clips):
+        frame_h, frame_w = (height[c], width[c]) if per_clip else (height, width)
+        room_y = ops.maximum(ops.i64(frame_h) - h, 0)
+        room_x = ops.maximum(ops.i64(frame_w) - w, 0)
+        if spec.num_crops > 1:
+            tall = ops.i64(frame_h) > ops.i64(frame_w)
+            for ya, xc, yc, xa in _view_boxes(spec, room_y, room_x):
+                offsets.append(ops.stack([ops.where(tall, ya, yc), ops.where(tall, xc, xa)]))
+            continue
         if spec.crop == "random":
             y = _randint(ops, key, 8 * c + _SLOT_CROP_Y, room_y + 1)
             x = _randint(ops, key, 8 * c + _SLOT_CROP_X, room_x + 1)
@@ -554,12 +419,11 @@ def crop_offsets(ops, spec, key, height, width):
 
 
 def flip_flags(ops, spec, key):
-    """bool [num_clips]: one horizontal-flip coin per clip (all False without `flip`)."""
+    """bool [num_views]: one horizontal-flip coin per view (all False without `flip`)."""
+    views = spec.num_clips * spec.num_crops
     if not spec.flip:
-        return ops.zeros([spec.num_clips], "bool")
-    return ops.stack(
-        [(_draw(ops, key, 8 * c + _SLOT_FLIP) & 1) == 1 for c in range(spec.num_clips)]
-    )
+        return ops.zeros([views], "bool")
+    return ops.stack([(_draw(ops, key, 8 * v + _SLOT_FLIP) & 1) == 1 for v in range(views)])
 
 
 # ---------------------------------------------------------------------------
@@ -588,26 +452,3 @@ def reduction(ops, height, width, short_side):
     even = ops.logical_and(height % 2 == 0, width % 2 == 0)
     fits = short_side * 2 <= ops.minimum(height, width)
     return ops.where(ops.logical_and(even, fits), 2, 1)
-
-
-def jpeg_size(data) -> tuple[int, int] | None:
-    """(height, width) from a JPEG's start-of-frame header, or None if there is none."""
-    view = memoryview(data).cast("B")
-    if bytes(view[:3]) != JPEG_MAGIC:
-        return None
-    pos = 2
-    while pos + 4 <= len(view):
-        if view[pos] != 0xFF:
-            return None
-        marker = view[pos + 1]
-        if marker == 0xFF:  # fill byte
-            pos += 1
-            continue
-        if marker in _SOF_MARKERS:
-            if pos + 9 > len(view):
-                return None
-            return (view[pos + 5] << 8 | view[pos + 6], view[pos + 7] << 8 | view[pos + 8])
-        if marker in (0xD9, 0xDA):  # end of image, start of scan: no size before them
-            return None
-        pos += 2 + (view[pos + 2] << 8 | view[pos + 3])
-    return None

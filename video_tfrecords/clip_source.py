@@ -224,7 +224,13 @@ class ClipSource:
         fingerprint = None if seed is None else self._fingerprint(record_index, frames, parsed)
         try:
             video = clip_decode.sample_np(
-                self.spec, frames, seed, name=filename, fingerprint=fingerprint, out=out
+                self.spec,
+                frames,
+                seed,
+                name=filename,
+                fingerprint=fingerprint,
+                out=out,
+                **self._times(parsed),
             )
         except shard_reader.CorruptRecordError:
             raise  # names the video and its file already
@@ -236,6 +242,16 @@ class ClipSource:
             if values is not None and len(values):
                 example[name] = _scalar(feature, values)
         return example
+
+    def _times(self, parsed: dict) -> dict:
+        """The frames' timestamps (else the stored fps) when the clips are taken by time."""
+        if self.spec.fps is None:
+            return {}
+        timestamps = parsed.get("timestamps")
+        if timestamps is not None and len(timestamps):
+            return {"timestamps": np.asarray(timestamps, np.float32)}
+        fps = parsed.get("fps")
+        return {"source_fps": float(fps[0]) if fps is not None and len(fps) else None}
 
     def _fingerprint(self, record_index: int, frames, parsed: dict) -> int:
         """The video's `clip_plan.video_fingerprint`: stored in the record (2.2.0 on, checked

@@ -8,15 +8,17 @@ only. Imports neither TensorFlow nor TFDS.
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 
 import numpy as np
 
 __all__ = ["ClipSpec", "check_positive_int", "is_int"]
 
-MODES = ("random", "center", "uniform")
+MODES = ("random", "center", "uniform", "segments", "segment_centers")
+SEGMENT_MODES = ("segments", "segment_centers")
 SHORT_VIDEO_POLICIES = ("loop", "repeat_last", "pad", "error")
-CROP_MODES = ("random", "center")
+CROP_MODES = ("random", "center", "resized")
 
 
 def is_int(value) -> bool:
@@ -65,6 +67,46 @@ def _check_crop_size(crop_size) -> tuple[int, int] | None:
     raise ValueError(f"crop_size must be None or two positive ints (h, w), got {crop_size!r}.")
 
 
+def _check_short_side(short_side) -> int | tuple[int, int] | None:
+    """None, a positive int, or an inclusive (min, max) range (a one-value range becomes an int)."""
+    if short_side is None or is_int(short_side):
+        return None if short_side is None else check_positive_int("short_side", short_side)
+    if isinstance(short_side, (tuple, list)) and len(short_side) == 2:
+        if all(map(is_int, short_side)) and 0 < short_side[0] <= short_side[1]:
+            lo, hi = int(short_side[0]), int(short_side[1])
+            return (lo, hi) if lo < hi else lo
+    raise ValueError(
+        "short_side must be None, a positive int or a (min, max) tuple of ints with "
+        f"0 < min <= max, got {short_side!r}."
+    )
+
+
+def _check_range(name: str, value, top: float | None = None) -> tuple[float, float]:
+    """Two finite numbers 0 < lo <= hi (<= top), as floats, else a ValueError naming `name`."""
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        lo, hi = value
+        numbers_ok = all(
+            isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) and math.isfinite(v)
+            for v in value
+        )
+        if numbers_ok and 0 < lo <= hi and (top is None or hi <= top):
+            return float(lo), float(hi)
+    bound = "" if top is None else f" <= {top}"
+    raise ValueError(
+        f"{name} must be a (min, max) range with 0 < min <= max{bound}, got {value!r}."
+    )
+
+
+def _check_fps(fps) -> float | None:
+    """None, or a positive finite number of ticks per second."""
+    if fps is None:
+        return None
+    if isinstance(fps, numbers.Real) and not isinstance(fps, (bool, np.bool_)):
+        if math.isfinite(fps) and fps > 0:
+            return float(fps)
+    raise ValueError(f"fps must be None or a positive number of frames per second, got {fps!r}.")
+
+
 @dataclasses.dataclass(frozen=True)
 class ClipSpec:
     """Which clip(s) to take from a video of JPEG frames, and how to crop, flip and resize them.
@@ -75,20 +117,44 @@ class ClipSpec:
             each clip draws its step (frame-rate jitter), capped so that the clip
             fits in the video when possible.
         mode: "random" (start uniform over all valid starts), "center" (start
-            (L - span) // 2, span = (T - 1) * stride + 1) or "uniform" (`num_clips`
-            evenly spaced clips from the first to the last valid start).
+            (L - span) // 2, span = (T - 1) * stride + 1), "uniform" (`num_clips`
+            evenly spaced clips from the first to the last valid start),
+            "segments" (T equal segments [k L // T, (k + 1) L // T), one frame
+            at a random offset in each: TSN training) or "segment_centers"
+            (frame int(a k + a / 2), a = L / T: TSN test; MMAction2's
+            SampleFrames with clip_len=1). Segments ignore `stride`.
         num_clips: clips per video. With "uniform" or `num_clips > 1` the output
             has a leading clip axis [num_clips, T, H, W, 3]; otherwise it is
             [T, H, W, 3]. "center" gives one clip.
         short_video: for videos shorter than a clip's span: "loop" (indices wrap
             around), "repeat_last", "pad" (black frames after the end) or "error".
         crop_size: optional (h, w) box, one per clip, shared by its frames.
-        crop: "random" or "center" placement of the box.
+        crop: "random" or "center" placement of the box, or "resized": a box
+            of random area and aspect (torchvision's RandomResizedCrop: up to
+            10 tries of an area fraction uniform in `crop_area` and a
+            log-aspect uniform in log(`crop_aspect`), else the centred
+            fallback), resized to `crop_size` (area when shrinking both
+            sides, else bilinear).
+        crop_area: (min, max) fraction of the frame's area, for crop="resized".
+        crop_aspect: (min, max) width / height, for crop="resized".
         flip: if True, each clip is flipped left-right with probability 1/2.
         seed: optional int. With a seed the clip is a function of (seed, video
             content); without one every read draws fresh randomness.
         short_side: optional int: frames are resized so that their shorter side
-            is this many pixels, before any crop.
+            is this many pixels, before any crop; or an inclusive (min, max)
+            range from which each clip draws its short side (scale jitter,
+            uniform over the integers; needs `crop_size`).
+        fps: optional rate (> 0): frames are taken on a grid of 1/fps seconds
+            over the video's timestamps (the frame on screen at each tick, i.e.
+            the last one whose timestamp is <= the tick, within 0.1 ms), and
+            L, `stride` and the segments count ticks, not stored frames.
+            Without stored timestamps the stored fps is used.
+        num_crops: boxes per clip (test views, with `crop_size`): 1, or n
+            boxes centred on the short side and evenly placed along the long
+            side at ceil(i (W - w) / (n - 1)) (3: left/top, centre, right/bottom
+            as PySlowFast's spatial index 0/1/2). The output then has
+            num_clips * num_crops views, clip-major: view v is clip
+            v // num_crops with crop v % num_crops.
     """
 
     num_frames: int
@@ -101,7 +167,11 @@ class ClipSpec:
     crop: str = "random"
     flip: bool = False
     seed: int | None = None
-    short_side: int | None = None
+    short_side: int | tuple[int, int] | None = None
+    fps: float | None = None
+    num_crops: int = 1
+    crop_area: tuple[float, float] = (0.08, 1.0)
+    crop_aspect: tuple[float, float] = (3 / 4, 4 / 3)
 
     def __post_init__(self):
         checked = {
@@ -113,10 +183,29 @@ class ClipSpec:
             "crop_size": _check_crop_size(self.crop_size),
             "crop": _check_choice("crop", self.crop, CROP_MODES),
         }
-        if checked["mode"] == "center" and checked["num_clips"] != 1:
+        if checked["mode"] in ("center", "segment_centers") and checked["num_clips"] != 1:
             raise ValueError(
-                "mode='center' gives a single clip; use num_clips=1 or "
+                f"mode={checked['mode']!r} gives a single clip; use num_clips=1 or "
                 "mode='uniform' for several evenly spaced clips."
+            )
+        if checked["mode"] in SEGMENT_MODES and checked["stride"] != 1:
+            raise ValueError(
+                f"stride has no meaning with mode={checked['mode']!r} (one frame per "
+                f"segment); got stride={self.stride!r}."
+            )
+        checked["crop_area"] = _check_range("crop_area", self.crop_area, 1.0)
+        checked["crop_aspect"] = _check_range("crop_aspect", self.crop_aspect)
+        if checked["crop"] == "resized" and checked["crop_size"] is None:
+            raise ValueError(
+                "crop='resized' needs crop_size=(h, w): the size the boxes are resized to."
+            )
+        if checked["crop"] == "resized" and self.num_crops != 1:
+            raise ValueError("num_crops must be 1 with crop='resized' (one drawn box per clip).")
+        checked["fps"] = _check_fps(self.fps)
+        checked["num_crops"] = check_positive_int("num_crops", self.num_crops)
+        if checked["num_crops"] > 1 and checked["crop_size"] is None:
+            raise ValueError(
+                f"num_crops={checked['num_crops']} needs crop_size=(h, w): the boxes to place."
             )
         if not isinstance(self.flip, (bool, np.bool_)):
             raise ValueError(f"flip must be a bool, got {self.flip!r}.")  # noqa: TRY004
@@ -124,15 +213,40 @@ class ClipSpec:
         if self.seed is not None and not is_int(self.seed):
             raise ValueError(f"seed must be None or an int, got {self.seed!r}.")
         checked["seed"] = None if self.seed is None else int(self.seed)
-        if self.short_side is not None:
-            checked["short_side"] = check_positive_int("short_side", self.short_side)
+        checked["short_side"] = _check_short_side(self.short_side)
+        if isinstance(checked["short_side"], tuple) and checked["crop_size"] is None:
+            raise ValueError(
+                f"short_side={checked['short_side']} (scale jitter) needs crop_size=(h, w): "
+                "clips of different sizes cannot be stacked."
+            )
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 
     @property
     def multi_clip(self) -> bool:
-        """Whether the output has a leading clip axis."""
-        return self.mode == "uniform" or self.num_clips > 1
+        """Whether the output has a leading clip (view) axis."""
+        return self.mode == "uniform" or self.num_clips > 1 or self.num_crops > 1
+
+    @property
+    def num_views(self) -> int:
+        """Clips times crops: the length of the leading axis of a multi-clip output."""
+        return self.num_clips * self.num_crops
+
+    def output_shape(self, frame_size=(None, None)) -> list[int | None]:
+        """Static output shape for stored frames of `frame_size` (h, w; None = unknown)."""
+        if self.crop_size is not None:
+            size = list(self.crop_size)
+        elif None not in tuple(frame_size):
+            size = [int(s) for s in frame_size]
+            if self.short_side is not None:
+                from video_tfrecords import clip_plan  # noqa: PLC0415  (no cycle at import)
+
+                resized = clip_plan.resized_size(clip_plan.NP_OPS, *size, self.short_side)
+                size = [int(s) for s in resized]
+        else:
+            size = [None, None]
+        clip = [self.num_frames, *size, 3]
+        return [self.num_views, *clip] if self.multi_clip else clip
 
     @property
     def min_stride(self) -> int:
@@ -141,5 +255,7 @@ class ClipSpec:
 
     @property
     def min_span(self) -> int:
-        """Frames covered by a clip with the smallest stride."""
+        """Frames (ticks with `fps`) covered by a clip with the smallest stride."""
+        if self.mode in SEGMENT_MODES:
+            return self.num_frames
         return (self.num_frames - 1) * self.min_stride + 1

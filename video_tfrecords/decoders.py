@@ -68,10 +68,19 @@ class ClipDecoder(tfds.decode.Decoder):
     Use it on a `tfds.features.Video(..., encoding_format="jpeg")` feature.
     `ClipDecoder(num_frames, **args)` takes the arguments of `ClipSpec`
     (stride, mode, num_clips, short_video, crop_size, crop, flip, seed,
-    short_side) and exposes them as attributes (`decoder.num_frames`, ...).
+    short_side, fps, num_crops) and exposes them as attributes
+    (`decoder.num_frames`, ...).
 
-    Output: uint8 [T, H, W, 3], or [num_clips, T, H, W, 3] with several clips;
-    static T, crop size and channels (and frame size when the feature fixes it).
+    Output: uint8 [T, H, W, 3], or [num_clips * num_crops, T, H, W, 3] with
+    several views (clip-major); static T, crop size and channels (and frame
+    size when the feature fixes it).
+
+    With `fps`, the clip depends on each frame's timestamp, which a TFDS
+    feature decoder does not see: load the video undecoded and map
+    `decode_features` over the examples instead:
+
+        ds = tfds.load(..., decoders={"video": tfds.decode.SkipDecoding()})
+        ds = ds.map(ClipDecoder(16, fps=30).decode_features)
     """
 
     def __init__(self, num_frames: int, **clip_args):
@@ -108,28 +117,60 @@ class ClipDecoder(tfds.decode.Decoder):
 
     # -- tfds.decode.Decoder hooks ----------------------------------------------
 
+    def _no_time(self):
+        """A feature decoder cannot read timestamps: with `fps`, say what to do instead."""
+        if self.spec.fps is not None:
+            raise ValueError(
+                f"ClipDecoder(fps={self.spec.fps}) needs each video's timestamps, which a TFDS "
+                "feature decoder does not see: load with decoders={'video': "
+                "tfds.decode.SkipDecoding()} and map decoder.decode_features over the examples."
+            )
+
     @_no_autograph
     def decode_batch_example(self, serialized_example):
         """TFDS hook for a Video feature: the whole 1-D tensor of JPEG frames."""
+        self._no_time()
         return self.sample(serialized_example)
 
     @_no_autograph
     def decode_example(self, serialized_example):
         """Same as `decode_batch_example` (the input is the list of frames)."""
+        self._no_time()
         return self.sample(serialized_example)
 
     def decode_batch_example_np(self, serialized_example):
         """NumPy hook (e.g. `tfds.data_source`): the same clip as the TF path."""
+        self._no_time()
         return self.sample_np(serialized_example)
 
     def decode_example_np(self, serialized_example):
         """Same as `decode_batch_example_np`."""
+        self._no_time()
         return self.sample_np(serialized_example)
+
+    @_no_autograph
+    def decode_features(self, example: dict, seed=None) -> dict:
+        """An example (loaded with the video undecoded) with its "video" replaced by the clip.
+
+        Reads "timestamps" (else "fps") for `fps`, and names the video by its
+        "filename" in errors.
+        """
+        example = dict(example)
+        example["video"] = self.sample(
+            example["video"],
+            seed,
+            name=example.get("filename"),
+            timestamps=example.get("timestamps"),
+            source_fps=example.get("fps"),
+        )
+        return example
 
     # -- sampling ----------------------------------------------------------------
 
     @_no_autograph
-    def sample(self, frames, seed=None, *, name=None) -> tf.Tensor:
+    def sample(
+        self, frames, seed=None, *, name=None, timestamps=None, source_fps=None
+    ) -> tf.Tensor:
         """Samples and decodes clip(s) from a 1-D string tensor of JPEG frames.
 
         `seed`: an int or int tensor, or None for the decoder's own seed (fresh
@@ -137,25 +178,44 @@ class ClipDecoder(tfds.decode.Decoder):
         `fold_in(seed, epoch)` for new but replayable clips every epoch.
         `name`: optional string (tensor) naming the video in error messages,
         e.g. the example's `filename`; defaults to its content fingerprint.
+        `timestamps` (else `source_fps`): each frame's time, for `fps`.
         """
         return clip_decode.sample_tf(
-            self.spec, frames, seed, name=name, frame_shape=self._frame_shape()
+            self.spec,
+            frames,
+            seed,
+            name=name,
+            frame_shape=self._frame_shape(),
+            timestamps=timestamps,
+            source_fps=source_fps,
         )
 
-    def sample_np(self, frames, seed=None, *, name=None) -> np.ndarray:
+    def sample_np(
+        self, frames, seed=None, *, name=None, timestamps=None, source_fps=None
+    ) -> np.ndarray:
         """`sample` without TensorFlow: same frames, box, flip and pixels."""
-        return clip_decode.sample_np(self.spec, frames, seed, name=name)
+        return clip_decode.sample_np(
+            self.spec, frames, seed, name=name, timestamps=timestamps, source_fps=source_fps
+        )
 
     @_no_autograph
-    def plan(self, frames, seed=None, *, name=None) -> dict[str, tf.Tensor]:
+    def plan(
+        self, frames, seed=None, *, name=None, timestamps=None, source_fps=None
+    ) -> dict[str, tf.Tensor]:
         """The plan of `sample(frames, seed)`, without decoding pixels.
 
-        A dict with "indices" (int64 [num_clips, T], -1 = padded frame),
-        "crop_offsets" (int64 [num_clips, 2], (y, x) of each box in the frame
-        after `short_side`; zeros without crop) and "flip" (bool [num_clips]).
+        A dict with "indices" (int64 [num_views, T], -1 = padded frame),
+        "crop_offsets" (int64 [num_views, 2], (y, x) of each box in the frame
+        after `short_side`; zeros without crop) and "flip" (bool [num_views]).
         """
-        return clip_decode.plan_tf(self.spec, frames, seed, name=name)
+        return clip_decode.plan_tf(
+            self.spec, frames, seed, name=name, timestamps=timestamps, source_fps=source_fps
+        )
 
-    def plan_np(self, frames, seed=None, *, name=None) -> dict[str, np.ndarray]:
+    def plan_np(
+        self, frames, seed=None, *, name=None, timestamps=None, source_fps=None
+    ) -> dict[str, np.ndarray]:
         """`plan` with NumPy; equal to it for the same frames and seed."""
-        return clip_decode.plan_np(self.spec, frames, seed, name=name)
+        return clip_decode.plan_np(
+            self.spec, frames, seed, name=name, timestamps=timestamps, source_fps=source_fps
+        )

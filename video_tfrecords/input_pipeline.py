@@ -318,14 +318,5 @@ def aligned_empty(shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _clip_shape(spec, frame_size) -> list[int | None]:
-    """The static shape of one clip: T, the box or the frames' size when fixed, channels."""
-    if spec.crop_size is not None:
-        size = list(spec.crop_size)
-    elif None not in frame_size:
-        size = list(frame_size)
-        if spec.short_side is not None:
-            size = list(clip_plan.resized_size(clip_plan.NP_OPS, *size, spec.short_side))
-    else:
-        size = [None, None]
-    clip = [spec.num_frames, *size, 3]
-    return [spec.num_clips, *clip] if spec.multi_clip else clip
+    """The static shape of one example's clip(s): see `ClipSpec.output_shape`."""
+    return spec.output_shape(frame_size)

@@ -1,0 +1,304 @@
+"""Decoding a clip in a TensorFlow graph (tf.data): only the planned frames, and only each box.
+
+`sample_tf` runs the same checked plan as the NumPy path (`clip_layout`) and
+returns the same pixels (within one grey level per resize step): JPEGs are
+decoded with libjpeg-turbo's accurate integer IDCT and, with a crop, only the
+box's window is decoded (`decode_and_crop_jpeg`). TensorFlow is imported by
+these functions only, on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from video_tfrecords import clip_plan
+from video_tfrecords.clip_layout import checked_plan, geometry, video_label
+from video_tfrecords.clip_spec import ClipSpec
+
+__all__ = ["plan_tf", "sample_tf"]
+
+# Extra pixels decoded around a crop box. With 4:2:0 chroma subsampling,
+# libjpeg's "fancy" upsampling treats the edge of a cropped decode like an
+# image edge; decoding a slightly larger window and slicing gives exactly the
+# pixels of a full decode (2 px suffice; 4 for margin).
+_CROP_MARGIN = 4
+_DCT_METHOD = "INTEGER_ACCURATE"
+
+
+def plan_tf(
+    spec: ClipSpec, frames, seed=None, *, name=None, timestamps=None, source_fps=None
+) -> dict[str, Any]:
+    """The TF plan of `sample_tf(spec, frames, seed)`, without decoding pixels (see `plan_np`)."""
+    ops = clip_plan.tf_ops()
+    frames = ops.tf.convert_to_tensor(frames, ops.tf.string)
+    return checked_plan(
+        ops, spec, frames, seed, name, timestamps=timestamps, source_fps=source_fps
+    ).plan
+
+
+def sample_tf(
+    spec: ClipSpec, frames, seed=None, *, name=None, frame_shape=None, timestamps=None,
+    source_fps=None,
+):
+    """Samples and decodes clip(s) from a 1-D string tensor of JPEG frames, in a TF graph.
+
+    Args:
+        spec: the clip specification.
+        frames: 1-D string tensor, one encoded JPEG per frame.
+        seed: an int or int tensor, or None for `spec.seed` (fresh randomness on
+            every run if that is None too). Pass e.g. `fold_in(seed, epoch)` to
+            get new but replayable clips every epoch.
+        name: optional string (tensor) naming the video in error messages.
+        frame_shape: the stored frames' (h, w) when known for every video (e.g.
+            from the TFDS feature): static output shapes and no header read.
+        timestamps, source_fps: float tensors, each frame's time in seconds,
+            else the stored frame rate: needed with `spec.fps` only.
+
+    Returns:
+        uint8 tensor [T, H, W, 3] or [num_views, T, H, W, 3], static wherever known.
+        Only the clip's frames are decoded (and only the box of each, with a crop).
+    """
+    ops = clip_plan.tf_ops()
+    tf = ops.tf
+    frames = tf.convert_to_tensor(frames, tf.string)
+    layout = checked_plan(
+        ops, spec, frames, seed, name, frame_shape=frame_shape, timestamps=timestamps,
+        source_fps=source_fps,
+    )
+    if tf.executing_eagerly() and layout.frame_size is not None:  # sizes are known: no branches
+        layout.frame_size = tuple(map(int, layout.frame_size))
+        if not isinstance(spec.short_side, tuple):  # (jitter: sizes per view stay tensors)
+            layout.out_size = tuple(map(int, layout.out_size))
+        layout.ratio = int(layout.ratio)
+    with tf.control_dependencies(layout.checks):
+        return _decode_tf(spec, frames, layout, name, frame_shape)
+
+
+def _decode_tf(spec, frames, layout, name, frame_shape):
+    """Decodes the planned frames, each distinct (frame, box) once."""
+    ops = clip_plan.tf_ops()
+    tf = ops.tf
+    plan = layout.plan
+    num_clips, t = spec.num_views, spec.num_frames
+    n = num_clips * t
+    length = ops.num_frames(frames)
+    flat = tf.reshape(plan["indices"], [n])
+    safe = tf.maximum(flat, 0)
+    clip_of = tf.repeat(tf.range(num_clips, dtype=tf.int64), t)
+    per_view = spec.crop != "center" or spec.num_crops > 1 or isinstance(spec.short_side, tuple)
+    if spec.crop_size is not None and per_view and num_clips > 1:  # boxes per view
+        uids, inverse = tf.unique(clip_of * length + safe)
+        u_frames, u_clips = uids % length, uids // length
+    else:
+        u_frames, inverse = tf.unique(safe)
+        u_clips = tf.zeros_like(u_frames)
+    bad = tf.not_equal(tf.gather(tf.strings.substr(frames, 0, 3), u_frames), clip_plan.JPEG_MAGIC)
+    valid = ops.check(
+        tf.logical_not(tf.reduce_any(bad)),
+        lambda: (
+            "Frame ",
+            tf.boolean_mask(u_frames, bad)[0],
+            " of video ",
+            *video_label(ops, frames, name),
+            " is not a valid JPEG.",
+        ),
+    )
+
+    def decode_all(ratio):
+        def each_position():
+            # The usual case: no frame repeats. n independent decode ops (inputs
+            # split by one unstack op each) run in parallel on the executor,
+            # with no while loop and no gather of decoded frames. (Inputs of
+            # static size n: Grappler may run this branch's unstack ops early.)
+            inputs, decode, _ = _frame_decoder_tf(spec, layout, clip_of, ratio)
+            columns = [tf.unstack(x, num=n) for x in (tf.gather(frames, safe), *inputs)]
+            return tf.stack([decode(*row) for row in zip(*columns)])
+
+        def each_distinct():
+            # Short videos and overlapping clips repeat frames: decode each once.
+            inputs, decode, size = _frame_decoder_tf(spec, layout, u_clips, ratio)
+            images = tf.map_fn(
+                lambda row: decode(*row),
+                (tf.gather(frames, u_frames), *inputs),
+                fn_output_signature=tf.TensorSpec([*size, 3], tf.uint8),
+            )
+            return tf.gather(images, inverse)
+
+        if spec.num_crops > 1 and not isinstance(spec.short_side, tuple):
+            return _shared_crops_tf(spec, layout, frames, ratio)
+        return tf.cond(tf.equal(tf.size(u_frames), n), each_position, each_distinct)
+
+    with tf.control_dependencies([valid]):
+        if isinstance(layout.ratio, int):
+            clips = decode_all(layout.ratio)
+        else:  # Frame sizes known only at run time: a branch per DCT scaling.
+            branch = tf.cast(layout.ratio > 1, tf.int32)
+            branches = [lambda r=r: decode_all(r) for r in clip_plan.REDUCTIONS]
+            clips = tf.switch_case(branch, branches)
+    if spec.short_video == "pad":
+        clips = tf.where(tf.reshape(flat >= 0, [-1, 1, 1, 1]), clips, tf.zeros_like(clips))
+    clips = tf.reshape(clips, tf.concat([[num_clips, t], tf.shape(clips)[1:]], axis=0))
+    if spec.flip:
+        # Only the clips drawn for flipping pay for the mirror copy.
+        flips = tf.unstack(plan["flip"], num=num_clips)
+        clips = tf.stack(
+            [
+                tf.cond(flip, lambda c=c: _mirror_tf(clips[c]), lambda c=c: clips[c])
+                for c, flip in enumerate(flips)
+            ]
+        )
+    clips = tf.ensure_shape(clips, [num_clips, t, *_static_size(spec, frame_shape), 3])
+    return clips if spec.multi_clip else clips[0]
+
+
+def _static_size(spec, frame_shape):
+    """Static (h, w) of the output when known, else (None, None)."""
+    if spec.crop_size is not None:
+        return spec.crop_size
+    if frame_shape is None:
+        return (None, None)
+    size, _ = geometry(clip_plan.NP_OPS, spec, frame_shape)
+    return tuple(int(s) for s in size)
+
+
+def _shared_crops_tf(spec, layout, frames, ratio):
+    """Test views: each distinct frame of the clips decoded once, whole, then sliced per crop.
+
+    The crops of a clip cover its frames' long side: one whole decode costs less
+    than three box decodes, and a frame shared by overlapping clips is decoded once.
+    """
+    tf = clip_plan.tf_ops().tf
+    k, t = spec.num_crops, spec.num_frames
+    wanted = tf.reshape(tf.maximum(layout.plan["indices"][::k], 0), [-1])  # [num_clips * T]
+    distinct, inverse = tf.unique(wanted)
+    _, decode, _ = _frame_decoder_tf(spec, layout, tf.zeros([1], tf.int64), ratio, whole=True)
+    images = tf.map_fn(
+        decode, tf.gather(frames, distinct), fn_output_signature=tf.TensorSpec(None, tf.uint8)
+    )
+    images = tf.gather(images, inverse)  # [num_clips * T, H, W, 3]
+    h, w = spec.crop_size
+    crops = []
+    for crop in range(k):  # the boxes are the same for every clip
+        y, x = tf.unstack(tf.cast(layout.plan["crop_offsets"][crop], tf.int32))
+        crops.append(tf.slice(images, tf.stack([0, y, x, 0]), [-1, h, w, 3]))
+    by_frame = tf.reshape(tf.stack(crops, axis=1), [-1, t, k, h, w, 3])  # [clip, T, crop, ...]
+    views = tf.transpose(by_frame, [0, 2, 1, 3, 4, 5])  # clip-major views: [clip, crop, T, ...]
+    return tf.reshape(views, [-1, h, w, 3])
+
+
+def _frame_decoder_tf(spec, layout, views, ratio, *, whole=False):
+    """(per-frame inputs, decode(data, *inputs) -> image, static image size) at 1/ratio scale.
+
+    `views`: the view of each frame to decode (its box, and its size with scale jitter).
+    """
+    tf = clip_plan.tf_ops().tf
+    offsets = tf.gather(layout.plan["crop_offsets"], views)
+    if spec.short_side is None:
+        decoded = out = layout.frame_size
+        needs_resize = False
+    elif isinstance(spec.short_side, tuple):  # a size per view: always resize (same size: a copy)
+        decoded = [(s + ratio - 1) // ratio for s in layout.frame_size]
+        out = tuple(tf.gather(s, views) for s in layout.out_size)
+        needs_resize = True
+    else:
+        decoded = [(s + ratio - 1) // ratio for s in layout.frame_size]
+        out = layout.out_size
+        needs_resize = _differ(decoded, out)
+    if spec.crop_size is None or whole:
+
+        def decode_full(data):
+            image = tf.io.decode_jpeg(data, channels=3, ratio=ratio, dct_method=_DCT_METHOD)
+            return _maybe_resize_tf(image, out, needs_resize)
+
+        return (), decode_full, (None, None)
+    drawn = layout.plan.get("box_size")  # crop="resized": boxes of their own sizes
+    box_sizes = spec.crop_size if drawn is None else tf.gather(drawn, views)
+    windows, sizes, boxes = _crop_windows_tf(offsets, decoded, out, box_sizes)
+
+    def decode_box(data, window, size, box, *box_size):
+        image = tf.io.decode_and_crop_jpeg(
+            data, window, channels=3, ratio=ratio, dct_method=_DCT_METHOD
+        )
+        image = _maybe_resize_tf(image, size, needs_resize)
+        if not box_size:
+            return tf.slice(image, box, [*spec.crop_size, 3])
+        box_size = tf.cast(box_size[0], tf.int32)
+        image = tf.slice(image, box, tf.concat([box_size, [3]], axis=0))
+        return _box_resize_tf(image, box_size, spec.crop_size)
+
+    inputs = (windows, sizes, boxes) if drawn is None else (windows, sizes, boxes, box_sizes)
+    return inputs, decode_box, spec.crop_size
+
+
+def _crop_windows_tf(offsets, decoded, out, crop_size):
+    """Per box: the window to decode [n, 4], its size after resizing [n, 2], the box in it [n, 3].
+
+    `offsets` [n, 2] are the boxes' (y, x) in the frame of size `out`; the frame
+    decodes to size `decoded`. Along an axis that needs no resizing
+    (decoded == out), the window is the box plus a margin, inside the frame;
+    along one that does, it is the whole axis, resized to `out` (resizing a part
+    would not keep the pixel grid of the whole frame).
+    """
+    tf = clip_plan.tf_ops().tf
+    starts, ends, sizes, in_window = [], [], [], []
+    for axis in range(2):
+        o = offsets[:, axis]
+        box = crop_size[axis] if isinstance(crop_size, tuple) else crop_size[:, axis]
+        d, r = (tf.cast(s[axis], tf.int64) for s in (decoded, out))
+        exact = tf.equal(d, r)
+        start = tf.where(exact, tf.maximum(o - _CROP_MARGIN, 0), 0)
+        end = tf.where(exact, tf.minimum(o + box + _CROP_MARGIN, d), d)
+        starts.append(start)
+        ends.append(end)
+        sizes.append(tf.where(exact, end - start, r))
+        in_window.append(o - start)
+    windows = tf.stack([starts[0], starts[1], ends[0] - starts[0], ends[1] - starts[1]], axis=1)
+    boxes = tf.stack([in_window[0], in_window[1], tf.zeros_like(in_window[0])], axis=1)
+    return tf.cast(windows, tf.int32), tf.stack(sizes, axis=1), tf.cast(boxes, tf.int32)
+
+
+def _box_resize_tf(box, box_size, crop_size):
+    """`_box_resize_np` in TF: area when both sides shrink, else bilinear; rounded half up."""
+    tf = clip_plan.tf_ops().tf
+    shrink = tf.reduce_all(box_size >= tf.constant(crop_size, tf.int32))
+
+    def resize(method):
+        resized = tf.image.resize(box, crop_size, method=method)
+        return tf.cast(tf.floor(resized + 0.5), tf.uint8)
+
+    image = tf.cond(shrink, lambda: resize("area"), lambda: resize("bilinear"))
+    return tf.ensure_shape(image, [*crop_size, 3])
+
+
+def _differ(a, b):
+    """Whether two (h, w) sizes differ: a Python bool when both are static, else a tensor."""
+    if all(isinstance(v, int) for v in (*a, *b)):
+        return tuple(a) != tuple(b)
+    tf = clip_plan.tf_ops().tf
+    a, b = tf.cast(tf.stack(a), tf.int64), tf.cast(tf.stack(b), tf.int64)
+    return tf.reduce_any(tf.not_equal(a, b))
+
+
+def _maybe_resize_tf(image, size, needs_resize):
+    """Area-resizes `image` to `size` (rounded half up, as OpenCV's uint8 resize) if needed."""
+    tf = clip_plan.tf_ops().tf
+
+    def resize():
+        resized = tf.image.resize(image, tf.cast(tf.stack(size), tf.int32), method="area")
+        return tf.cast(tf.floor(resized + 0.5), tf.uint8)
+
+    if isinstance(needs_resize, bool):
+        return resize() if needs_resize else image
+    return tf.cond(needs_resize, resize, lambda: image)
+
+
+def _mirror_tf(clip):
+    """Flips a [T, H, W, 3] clip left-right.
+
+    Reversing axis 1 of the [T * H, W, 3] view takes half the time of
+    reversing axis 2 of the clip itself.
+    """
+    tf = clip_plan.tf_ops().tf
+    shape = tf.shape(clip)
+    rows = tf.reshape(clip, tf.stack([-1, shape[2], 3]))
+    return tf.reshape(tf.reverse(rows, axis=[1]), shape)

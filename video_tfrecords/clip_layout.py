@@ -1,0 +1,185 @@
+"""The checked plan of a clip: which frames, boxes, flips and sizes, shared by both decoders.
+
+`clip_decode` (NumPy) and `clip_decode_tf` (TensorFlow) both run
+`checked_plan` over `clip_plan`'s ops, so they decode the same clip; the
+checks (empty video, too short, bad JPEG header, box larger than the frame)
+name the video. Imports neither TensorFlow nor TFDS.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from video_tfrecords import clip_boxes, clip_plan
+
+__all__ = ["Layout", "checked_plan", "geometry", "video_label"]
+
+
+@dataclasses.dataclass
+class Layout:
+    """A clip's plan and what decoding it needs to know."""
+
+    plan: dict[str, Any]
+    checks: list[Any]  # TF: ops to depend on (NumPy checks have raised already)
+    frame_size: tuple[Any, Any] | None = None  # (h, w) of the stored frames
+    out_size: tuple[Any, Any] | None = None  # (h, w) after `short_side`, before the crop
+    ratio: Any = 1  # JPEG DCT scaling denominator to decode with
+
+
+# ---------------------------------------------------------------------------
+# The plan with its checks, written once over clip_plan's ops.
+# ---------------------------------------------------------------------------
+
+
+def video_label(ops, frames, name):
+    """Message parts naming a video: its name, else its content fingerprint."""
+    if name is not None:
+        return ("`", name, "`")  # Backticks: tf.debugging.Assert escapes quotes in graph mode.
+    fingerprint = ops.signed(clip_plan.fingerprint_u64(ops, frames))
+    return ("(fingerprint ", fingerprint, "; see video_tfrecords.clip_plan.video_fingerprint)")
+
+
+def _key(ops, spec, frames, seed, fingerprint=None):
+    """uint64 key: from (seed, else spec.seed, and the video content), else fresh."""
+    seed = spec.seed if seed is None else seed
+    if seed is None:
+        return clip_plan.fresh_key(ops)
+    return clip_plan.seeded_key(ops, seed, frames, fingerprint)
+
+
+def _frame_size(ops, frames, index, label, checks):
+    """(h, w) of the planned frame `index`, read from its JPEG header."""
+    data = ops.frame_or_empty(frames, index)
+    checks.append(
+        ops.check(
+            ops.is_jpeg(data),
+            lambda: ("Frame ", index, " of video ", *label(), " is not a valid JPEG."),
+        )
+    )
+    return ops.after(checks, lambda: ops.jpeg_size(data))
+
+
+def geometry(ops, spec, size):
+    """(size after short_side, DCT scaling denominator) for stored frames of `size`."""
+    if spec.short_side is None:
+        return size, 1
+    if isinstance(spec.short_side, tuple):  # jitter: the smallest frame; a scale for the largest
+        lo, hi = spec.short_side
+        return clip_plan.resized_size(ops, *size, lo), clip_plan.reduction(ops, *size, hi)
+    return (
+        clip_plan.resized_size(ops, *size, spec.short_side),
+        clip_plan.reduction(ops, *size, spec.short_side),
+    )
+
+
+def _times(ops, spec, frames, timestamps, source_fps):
+    """float64 [L] time of each frame for `spec.fps`: the stored timestamps, else i / source_fps."""
+    if spec.fps is None:
+        return None
+    if timestamps is not None:
+        return ops.f64(timestamps)
+    if source_fps is None:
+        raise ValueError(
+            f"fps={spec.fps} needs each video's timestamps (or its stored frame rate): "
+            "pass timestamps= (or source_fps=)."
+        )
+    return ops.f64(ops.arange(ops.num_frames(frames))) / ops.f64(source_fps)
+
+
+def checked_plan(
+    ops,
+    spec,
+    frames,
+    seed,
+    name,
+    *,
+    frame_shape=None,
+    need_size=False,
+    fingerprint=None,
+    timestamps=None,
+    source_fps=None,
+):
+    """The clip's `Layout`, after the checks that make the plan valid (errors name the video)."""
+    length = ops.num_frames(frames)
+    label = lambda: video_label(ops, frames, name)
+    checks = [ops.check(length > 0, lambda: ("Video ", *label(), " has no frames."))]
+    times = _times(ops, spec, frames, timestamps, source_fps)
+    if times is not None:
+        checks.append(
+            ops.check(
+                ops.size(times) == length,
+                lambda: ("Video ", *label(), " has ", length, " frames but ", ops.size(times),
+                         " timestamps."),
+            )
+        )
+        units = ops.after(checks, lambda: clip_plan.tick_count(ops, times, spec.fps))
+        unit_name = f" ticks of 1/{spec.fps} s"
+    else:
+        units, unit_name = length, " frames"
+    if spec.short_video == "error":
+        too_short = (
+            f"{unit_name}, but a clip of num_frames={spec.num_frames} with stride={spec.stride} "
+            f"spans {spec.min_span} frames (short_video: error)."
+        )
+        checks.append(
+            ops.check(
+                units >= spec.min_span, lambda: ("Video ", *label(), " has ", units, too_short)
+            )
+        )
+    key = ops.after(checks, lambda: _key(ops, spec, frames, seed, fingerprint))
+    indices = ops.after(checks, lambda: clip_plan.clip_frames(ops, spec, key, length, times))
+    layout = Layout({"indices": indices}, checks)
+    if need_size or spec.crop_size is not None or spec.short_side is not None:
+        if frame_shape is not None:  # Static sizes: plain ints, decided while tracing.
+            out, ratio = geometry(clip_plan.NP_OPS, spec, frame_shape)
+            out, ratio = (int(out[0]), int(out[1])), int(ratio)
+            layout.frame_size = frame_shape
+        else:
+            layout.frame_size = _frame_size(ops, frames, indices[0, 0], label, checks)
+            out, ratio = geometry(ops, spec, layout.frame_size)
+        layout.out_size, layout.ratio = out, ratio
+    if spec.crop_size is None:
+        layout.plan["crop_offsets"] = clip_plan.crop_offsets(ops, spec, key, None, None)
+    elif spec.crop == "resized":  # any frame holds a box: it is resized to crop_size
+        if isinstance(spec.short_side, tuple):
+            out = _jittered_sizes(ops, spec, key, layout)
+        offsets, sizes = clip_boxes.resized_crop_boxes(ops, spec, key, *out)
+        layout.plan["crop_offsets"], layout.plan["box_size"] = offsets, sizes
+    else:
+        h, w = spec.crop_size
+        resized = "" if spec.short_side is None else f" after short_side={spec.short_side}"
+        checks.append(
+            ops.check(
+                ops.logical_and(out[0] >= h, out[1] >= w),
+                lambda: (
+                    f"crop_size ({h}, {w}) is larger than the frames of video ",
+                    *label(),
+                    " (",
+                    out[0],
+                    "x",
+                    out[1],
+                    f"{resized}).",
+                ),
+            )
+        )
+        if isinstance(spec.short_side, tuple):
+            out = _jittered_sizes(ops, spec, key, layout)
+        layout.plan["crop_offsets"] = ops.after(
+            checks, lambda: clip_plan.crop_offsets(ops, spec, key, *out)
+        )
+    layout.plan["flip"] = clip_plan.flip_flags(ops, spec, key)
+    return layout
+
+
+def _jittered_sizes(ops, spec, key, layout):
+    """Scale jitter: each clip's frame size after its drawn short side, [num_clips] per axis.
+
+    Records the short side of every view in the plan and their frame sizes in
+    `layout.out_size` (int64 [num_views] per axis).
+    """
+    sides = clip_plan.short_sides(ops, spec, key)
+    out = clip_plan.resized_size(ops, *layout.frame_size, sides)
+    layout.plan["short_side"] = ops.repeat(sides, spec.num_crops)
+    layout.out_size = tuple(ops.repeat(ops.i64(s), spec.num_crops) for s in out)
+    return out
