@@ -445,6 +445,8 @@ def test_a_new_pipeline_reuses_the_arrays_of_the_one_before(tiny_data_dir):
             del clips
         seen.append(input_pipeline.SHARED_BUFFERS.size)
     assert 0 < seen[0] == seen[1]
+
+
 def test_clip_dataset_test_views_and_recipes_have_static_shapes_and_the_decoders_clips(
     tiny_data_dir,
 ):
