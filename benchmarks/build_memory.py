@@ -20,9 +20,9 @@ import time
 
 import psutil
 
-import building
-import datagen
+import build_runs
 import timing
+import video_sets
 
 TARGET_BYTES = 2.5 * 2**30
 
@@ -68,20 +68,20 @@ def main() -> None:
     height, width = 312, 416  # stored as is (short side 312): about 38 KB a q90 frame, 1.1 GB
     out = os.path.abspath(args.out)
     frames = round(minutes * 60 * 25)
-    (video,) = datagen.synthetic_videos(
+    (video,) = video_sets.synthetic_videos(
         os.path.join(out, f"{minutes:g}min_{width}x{height}"), 1, frames, height, width
     )
-    manual_dir = datagen.video_set(os.path.join(out, "manual"), [video]).manual_dir
+    manual_dir = video_sets.video_set(os.path.join(out, "manual"), [video]).manual_dir
     data_dir = os.path.join(out, "data")
     shutil.rmtree(data_dir, ignore_errors=True)
     config = {"name": "memory", "short_side": None}
-    command = building.cli_command(manual_dir, data_dir, config)
+    command = build_runs.cli_command(manual_dir, data_dir, config)
     timing.log(" ".join(command))
     start = time.perf_counter()
     log_path = os.path.join(out, "build.log")  # a file: a full pipe would stall the build
     with open(log_path, "wb") as log:
         process = psutil.Popen(
-            command, env=building.child_env(), stdout=subprocess.DEVNULL, stderr=log
+            command, env=build_runs.child_env(), stdout=subprocess.DEVNULL, stderr=log
         )
         peak = 0
         while process.poll() is None:

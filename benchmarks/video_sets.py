@@ -1,4 +1,5 @@
-"""Benchmark inputs: synthetic Kinetics-like H.264 videos and their manifests."""
+"""Video sets for the overview, resume and build_memory: synthetic Kinetics-like H.264 videos,
+or the first of your own, and their manifests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Build throughput: the TFDS builder against OpenCV decode + resize + JPEG encode of the same videos."""
+"""Runs and times builds in child processes (build_child.py, `tfds build`) for the overview,
+resume and build_memory: the TFDS builder against OpenCV decode + resize + JPEG encode."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
+CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build_child.py")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -34,17 +35,17 @@ def child_env() -> dict:
 
 
 def child_command(command: str, *args: str) -> list[str]:
-    """The command line of one `child.py` measurement."""
+    """The command line of one `build_child.py` measurement."""
     return [sys.executable, CHILD, command, *args]
 
 
 def run_child(command: str, *args: str) -> dict:
-    """Runs one `child.py` measurement and returns its JSON result."""
+    """Runs one `build_child.py` measurement and returns its JSON result."""
     done = subprocess.run(
         child_command(command, *args), env=child_env(), capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
-        raise RuntimeError(f"child.py {command} failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"build_child.py {command} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

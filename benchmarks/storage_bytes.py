@@ -1,4 +1,4 @@
-"""Bytes per video of each storage format, and what GZIP compression of the records buys."""
+"""The overview's storage rows: bytes per video of each format, and what GZIP would save."""
 
 from __future__ import annotations
 

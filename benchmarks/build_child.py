@@ -1,9 +1,9 @@
-"""Measurements that need a process of their own; each prints one JSON line.
+"""Build measurements that need a process of their own (overview, resume); each prints one
+JSON line.
 
-    python benchmarks/child.py build --manual_dir M --data_dir D --config default [--cpu N]
-    python benchmarks/child.py bound --short_side 256 --quality 90 [--cpu N] --videos VIDEO...
-    python benchmarks/child.py rss --manual_dir M --warmup_dir W --data_dir D
-    python benchmarks/child.py pool_start --workers 2
+    python benchmarks/build_child.py build --manual_dir M --data_dir D --config default [--cpu N]
+    python benchmarks/build_child.py bound --short_side 256 --quality 90 [--cpu N] --videos VIDEO...
+    python benchmarks/build_child.py pool_start --workers 2
 
 Heavy imports happen inside the commands, so that a command pays only for what it uses.
 """
@@ -123,53 +123,6 @@ def stored_size(height: int, width: int, short_side: int) -> tuple[int, int]:
     return round(height * short_side / short), round(width * short_side / short)
 
 
-def rss(manual_dir: str, warmup_dir: str, data_dir: str) -> dict:
-    """Peak RSS of building `manual_dir` in this process, over the RSS after a warm-up build.
-
-    The peak is VmHWM, reset after the warm-up. (Not ru_maxrss: Linux keeps it
-    across exec, so a child started by a big parent would report the parent's.)
-    """
-    build(warmup_dir, os.path.join(data_dir, "warmup"), {"name": "rss", "num_workers": 1})
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # resets VmHWM to the current RSS
-    baseline = status_bytes("VmRSS")
-    result = build(manual_dir, os.path.join(data_dir, "long"), {"name": "rss", "num_workers": 1})
-    peak = status_bytes("VmHWM")
-    return {**result, "baseline": baseline, "peak": peak, **stored_bytes(data_dir)}
-
-
-def status_bytes(field: str) -> int:
-    """A memory field of /proc/self/status (given in KiB), in bytes."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise KeyError(field)
-
-
-def stored_bytes(data_dir: str) -> dict:
-    """JPEG bytes, frames and raw uint8 bytes of the video stored by the `long` build (its segments)."""
-    import numpy as np
-    import tensorflow as tf
-    import tensorflow_datasets as tfds
-
-    from video_tfrecords import EncodedFrames
-
-    dataset = tfds.load(
-        "video_tfrecords/rss",
-        split="train",
-        data_dir=os.path.join(data_dir, "long"),
-        decoders={"video": EncodedFrames()},
-    )
-    frames = [frame for example in tfds.as_numpy(dataset) for frame in example["video"]]
-    pixels = int(np.prod(tf.io.extract_jpeg_shape(frames[0]).numpy()))
-    return {
-        "jpeg_bytes": sum(map(len, frames)),
-        "frames": len(frames),
-        "raw_bytes": len(frames) * pixels,
-    }
-
-
 def pool_start(workers: int) -> dict:
     """Seconds to start the builder's worker processes and get a first result back from each."""
     from video_tfrecords import examples, parallel
@@ -199,9 +152,8 @@ def _probe_task():
 def main() -> None:
     """Parses the command line, runs one command, prints its JSON result."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["build", "bound", "rss", "pool_start"])
+    parser.add_argument("command", choices=["build", "bound", "pool_start"])
     parser.add_argument("--manual_dir")
-    parser.add_argument("--warmup_dir")
     parser.add_argument("--data_dir")
     parser.add_argument("--config", default="default", help="a config name or JSON fields")
     parser.add_argument("--cpu", type=int)
@@ -217,8 +169,6 @@ def main() -> None:
         result = build(args.manual_dir, args.data_dir, config)
     elif args.command == "bound":
         result = bound(args.videos, args.short_side, args.quality)
-    elif args.command == "rss":
-        result = rss(args.manual_dir, args.warmup_dir, args.data_dir)
     else:
         result = pool_start(args.workers)
     print(json.dumps(result))
