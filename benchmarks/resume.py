@@ -1,8 +1,8 @@
 """Resuming a killed build: the rerun's time against a full build of the same videos.
 
-    python benchmarks/resume.py            # 24 videos of 480x360, 3 rounds (~3 min)
-    python benchmarks/resume.py --videos 96   # a larger build: fixed costs weigh less
-    python benchmarks/resume.py --quick    # 6 small videos, 1 round (CI: no timing assertion)
+    python benchmarks/run.py resume            # 24 videos of 480x360, 3 rounds (~3 min)
+    python benchmarks/run.py resume --videos 96   # a larger build: fixed costs weigh less
+    python benchmarks/run.py resume --quick    # 6 small videos, 1 round (CI: no timing assertion)
 
 Each round builds the set in full (`download_and_prepare` in a child process,
 imports excluded), then builds it again into a fresh data dir, SIGKILLs that

