@@ -10,7 +10,7 @@ import pytest
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
-import run  # noqa: E402 - benchmarks/run.py, the registry
+import run  # benchmarks/run.py, the registry
 
 # Where each benchmark writes (a temporary folder); storage_quality reads the real clips it
 # fetches with pip into benchmarks/out/real, kept between runs.
