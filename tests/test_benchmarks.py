@@ -15,6 +15,8 @@ import run  # benchmarks/run.py, the registry
 # Where each benchmark writes (a temporary folder); storage_quality reads the real clips it
 # fetches with pip into benchmarks/out/real, kept between runs.
 OUT_FLAG = {"clip_dataset": "--work_dir", "storage_quality": None}
+# recipes' peer part needs torchvision in the readers' Python (a side venv, benchmarks/README.md)
+EXTRA_ARGS = {"recipes": ["--part", "cost"]}
 
 
 def entry_point(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
@@ -51,7 +53,7 @@ def test_an_unknown_name_is_refused_with_the_known_ones():
 
 @pytest.mark.parametrize("name", list(run.BENCHMARKS))
 def test_benchmark_runs_small_and_prints_a_table(name, tmp_path_factory):
-    args = ["--quick"]
+    args = ["--quick", *EXTRA_ARGS.get(name, [])]
     flag = OUT_FLAG.get(name, "--out")
     if flag:
         # peers and recipes share their sources and datasets, as they do by default
