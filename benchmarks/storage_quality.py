@@ -34,6 +34,7 @@ import numpy as np
 import peer_sources
 import real_footage
 
+from build_child import stored_size
 from timing import log, ratio
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,18 +45,10 @@ CLIPS = {
 }
 
 
-def stored_size(height: int, width: int, short_side: int = 256) -> tuple[int, int]:
-    """(h, w) with the short side brought to `short_side`, as the `default` config stores."""
-    short = min(height, width)
-    if short <= short_side:
-        return height, width
-    return round(height * short_side / short), round(width * short_side / short)
-
-
 def reference_frames(path: str, limit: int | None) -> np.ndarray:
     """FFmpeg's decode of the clip, area-resized to the stored size, BGR uint8 [T, H, W, 3]."""
     rgb = real_footage.read_rgb(path)[:limit]
-    height, width = stored_size(*rgb.shape[1:3])
+    height, width = stored_size(*rgb.shape[1:3], 256)  # the `default` config's short side
     return np.stack(
         [cv2.resize(f[..., ::-1], (width, height), interpolation=cv2.INTER_AREA) for f in rgb]
     )
