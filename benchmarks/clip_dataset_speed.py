@@ -41,6 +41,8 @@ import subprocess
 import sys
 import time
 
+from timing import settled
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -82,16 +84,21 @@ def pin(cpus) -> None:
         os.sched_setaffinity(int(thread), cpus)
 
 
+def tfds_build(manual: pathlib.Path, data_dir: pathlib.Path) -> None:
+    """`tfds build` of a manual dir's train.txt with the `default` config into `data_dir`."""
+    log(f"building {manual} in {data_dir}")
+    subprocess.run(
+        [TFDS, "build", "video_tfrecords", "--imports", "video_tfrecords", "--config=default",
+         f"--manual_dir={manual.resolve()}", f"--data_dir={data_dir}"],
+        check=True, capture_output=True, cwd=ROOT,
+    )  # fmt: skip
+
+
 def build_manual(work_dir: pathlib.Path, manual: pathlib.Path) -> pathlib.Path:
     """The `default` build of a manual dir's train.txt (once); its data dir."""
     data_dir = work_dir / f"data_{manual.resolve().name}"
     if not (data_dir / "video_tfrecords" / "default").is_dir():
-        log(f"building {manual} in {data_dir}")
-        subprocess.run(
-            [TFDS, "build", "video_tfrecords", "--imports", "video_tfrecords", "--config=default",
-             f"--manual_dir={manual.resolve()}", f"--data_dir={data_dir}"],
-            check=True, capture_output=True, cwd=ROOT,
-        )  # fmt: skip
+        tfds_build(manual, data_dir)
     return data_dir
 
 
@@ -126,12 +133,7 @@ def build(work_dir: pathlib.Path, videos: int, copies: int) -> pathlib.Path:
                 link.symlink_to(path.name)
             lines.append(f"{link.name} c{i % 4}\n")
     (manual / "train.txt").write_text("".join(lines))
-    log(f"building {videos} x {copies} videos in {data_dir}")
-    subprocess.run(
-        [TFDS, "build", "video_tfrecords", "--imports", "video_tfrecords", "--config=default",
-         f"--manual_dir={manual}", f"--data_dir={data_dir}"],
-        check=True, capture_output=True, cwd=ROOT,
-    )  # fmt: skip
+    tfds_build(manual, data_dir)
     return data_dir
 
 
@@ -249,21 +251,11 @@ def serve(kind, data_dir, num_frames, stride, cpu, connection):
     last = cpu_seconds()
     while (n := connection.recv()) is not None:
         measured = read(n)
-        settle()  # tf.data reads ahead: the turn ends when that is done too
+        settled()  # tf.data reads ahead: the turn ends when that is done too
         if measured is None:  # charged all the process did since its last turn
             now = cpu_seconds()
             measured, last = (now - last, n), now
         connection.send(measured)
-
-
-def settle(step: float = 0.05) -> None:
-    """Waits until this process is idle (its threads' read-ahead done), so that turns do not
-    overlap: the next reader's turn then has the core to itself."""
-    while True:
-        before = cpu_seconds()
-        time.sleep(step)
-        if cpu_seconds() - before < step / 50:
-            return
 
 
 READERS = {

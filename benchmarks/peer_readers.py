@@ -22,11 +22,14 @@ peers.py --torchcodec_python), which needs only NumPy, OpenCV and TorchCodec.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import os
 import sys
 import time
+
+from timing import settled
 
 READERS = ("tf", "tf_free", "pyav", "opencv", "decord", "torchcodec")
 # What each reader imports: a worker that cannot import it says so and stops.
@@ -217,6 +220,16 @@ class TorchCodecReader(Mp4Reader):
         return video.get_frames_at(indices).data.numpy()
 
 
+@dataclasses.dataclass
+class ClipStream:
+    """One job's clip_dataset pipeline, handed out clip by clip."""
+
+    batches: object  # iterator of (clips, labels) batches
+    names: list[str]  # file name of each example, in the split's order
+    pending: list  # clips of the current batch not handed out yet
+    position: int = 0  # clips handed out so far
+
+
 class TfReader:
     """This project through TensorFlow: `clip_dataset` (tf.data over ClipSource).
 
@@ -233,7 +246,7 @@ class TfReader:
     background = True
 
     def __init__(self):
-        self.streams = {}  # key -> (batch iterator, file names by example, clips pending)
+        self.streams: dict[str, ClipStream] = {}
         self.mark = 0.0  # process CPU time when it last settled (end of an open or a pass)
 
     def open(self, job: dict) -> None:
@@ -265,19 +278,18 @@ class TfReader:
         )
         batches = iter(dataset.as_numpy_iterator())
         first = list(next(batches)[0])  # handed out first: the stream does not move on
-        self.streams[job["key"]] = [batches, names, first, 0]
+        self.streams[job["key"]] = ClipStream(batches, names, first)
         self.mark = settled()
 
     def clips(self, job: dict):
         """Yields (video file name, clip) for the next `count` clips of the stream."""
         stream = self.streams[job["key"]]
-        batches, names = stream[0], stream[1]
         for _ in range(job["count"]):
-            if not stream[2]:
-                stream[2] = list(next(batches)[0])
-            position = stream[3]
-            stream[3] += 1
-            yield names[position % len(names)], stream[2].pop(0)
+            if not stream.pending:
+                stream.pending = list(next(stream.batches)[0])
+            name = stream.names[stream.position % len(stream.names)]
+            stream.position += 1
+            yield name, stream.pending.pop(0)
 
 
 def _text(value) -> str:
@@ -368,18 +380,6 @@ def torchvision_transform(name: str | None):
     }
     transform = transforms[name]
     return lambda clip: transform(torch.from_numpy(clip).permute(0, 3, 1, 2))
-
-
-def settled() -> float:
-    """The process CPU time once its background threads are idle (within 2 s)."""
-    before = time.process_time()
-    for _ in range(100):
-        time.sleep(0.02)
-        now = time.process_time()
-        if now - before < 0.0005:
-            break
-        before = now
-    return now
 
 
 def run(reader, job: dict, save: str | None) -> dict:

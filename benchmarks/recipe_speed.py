@@ -158,6 +158,7 @@ def peer_jobs(dataset, spec: dict, transform: str) -> dict:
     transform them."""
     import video_tfrecords
     from video_tfrecords.clip_plan import fold_in
+    from video_tfrecords.example_parser import parse_example
 
     plans = []
     source = video_tfrecords.ClipSource(
@@ -166,13 +167,10 @@ def peer_jobs(dataset, spec: dict, transform: str) -> dict:
     )  # fmt: skip
     decoder = video_tfrecords.ClipDecoder(**spec)
     names = [os.path.basename(p) for p in dataset.sources.paths]
-    from video_tfrecords.example_parser import parse_example
-
     for i in range(len(source)):
-        example = parse_example(source.reader.read(i))
+        example = parse_example(source.reader.read(i))  # one read: frames and file name
         frames = [bytes(f) for f in example["video"]]
-        filename = source[i]["filename"]
-        filename = filename.decode() if isinstance(filename, bytes) else filename
+        filename = bytes(example["filename"][0]).decode()
         indices = decoder.plan_np(frames, fold_in(SEED, 0))["indices"].ravel()
         plans.append((names.index(filename), [int(j) for j in indices]))
     key = f"{dataset.sources.name}/{transform}"

@@ -40,6 +40,20 @@ def stream_rate(stream: Stream, warmup: int, min_seconds: float, min_items: int)
     return count * stream.weight / elapsed
 
 
+def settled(step: float = 0.05, limit: float = 10.0) -> float:
+    """Waits until this process's threads are idle (tf.data's read-ahead done, say): CPU time
+    grew by under 2% of a `step` of sleep, or `limit` seconds passed. Returns the process CPU
+    time then, so that work a pass leaves in the background is charged to that pass."""
+    now = time.process_time()
+    for _ in range(max(1, int(limit / step))):
+        before = now
+        time.sleep(step)
+        now = time.process_time()
+        if now - before < step / 50:
+            break
+    return now
+
+
 def interleave(measures: dict[str, Callable], reps: int) -> dict[str, list]:
     """Runs every measure `reps` times, rotating the order each repetition."""
     names = list(measures)
