@@ -403,7 +403,10 @@ def test_same_seed_same_plan_different_videos_different_plans():
         ((256, 340), 128, (128, 170), 2),  # half size exactly: decode at 1/2, no resize
         ((256, 455), 128, (128, 228), 1),  # odd width: 1/2 would shift the pixel grid
         ((256, 602), 112, (112, 263), 2),  # 1/2, then area-resize 128 -> 112
-        ((256, 602), 64, (64, 151), 2),  # never 1/4 or 1/8 (too lossy)
+        ((256, 602), 64, (64, 151), 2),  # 602 is not a multiple of 4: 1/4 would shift the grid
+        ((256, 340), 64, (64, 85), 4),  # a quarter exactly
+        ((256, 344), 32, (32, 43), 8),  # an eighth exactly
+        ((256, 340), 32, (32, 43), 4),  # 340 is not a multiple of 8
         ((256, 340), 160, (160, 213), 1),  # more than half: full size
         ((340, 256), 128, (170, 128), 2),  # portrait
         ((100, 100), 150, (150, 150), 1),  # upscaling

@@ -22,6 +22,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+import box_reference
+
 from video_tfrecords import clip_decode, clip_decode_tf, clip_plan
 from video_tfrecords.clip_spec import ClipSpec
 from video_tfrecords.decoders import ClipDecoder, EncodedFrames
@@ -430,8 +432,8 @@ def test_partial_decode_matches_full_decode_at_every_offset():
     full = full_decode([frame])[0]
     for h, w in [(8, 8), (15, 21), (32, 48)]:
         offsets = np.array([(y, x) for y in range(H - h + 1) for x in range(W - w + 1)])
-        windows, _, boxes = clip_decode_tf._crop_windows_tf(
-            tf.constant(offsets, tf.int64), (H, W), (H, W), (h, w)
+        windows, boxes = clip_decode_tf._crop_windows_tf(
+            tf.constant(offsets, tf.int64), tf.constant([(h, w)], tf.int64), (H, W)
         )
         decode_all = tf.function(
             lambda windows, boxes, h=h, w=w: tf.map_fn(
@@ -611,19 +613,21 @@ def test_short_side_keeps_the_frames_and_flips_and_places_the_box_in_the_resized
 
 
 @pytest.mark.parametrize(
-    "size,short_side",
+    "size,short_side,ratio",
     [
-        ((32, 48), 12),  # half size (16x24), then area to 12x18
-        ((32, 47), 16),  # odd width: full size, then area
-        ((48, 32), 16),  # portrait, half size exactly
-        ((32, 48), 24),  # more than half: full size, then area
-        ((16, 24), 24),  # upscaling
+        ((32, 48), 12, 2),  # half size (16x24), then area to 12x18
+        ((32, 47), 16, 1),  # odd width: full size, then area
+        ((48, 32), 16, 2),  # portrait, half size exactly
+        ((32, 48), 24, 1),  # more than half: full size, then area
+        ((16, 24), 24, 1),  # upscaling
+        ((64, 96), 16, 4),  # a quarter (16x24) exactly
+        ((64, 96), 8, 8),  # an eighth (8x12) exactly
     ],
 )
-@pytest.mark.parametrize("crop_size", [None, (10, 10)])
-def test_short_side_geometry_and_pixels(size, short_side, crop_size):
+@pytest.mark.parametrize("crop_size", [None, (8, 8)])
+def test_short_side_geometry_and_pixels(size, short_side, ratio, crop_size):
     frames = make_frames(8, *size, seed=9)
-    full = full_decode(frames)
+    decoded = full_decode(frames, ratio)  # the JPEG decoder's own DCT-scaled decode
     spec = ClipSpec(3, stride=2, crop_size=crop_size, short_side=short_side, num_clips=2)
     short = min(size)
     out_h, out_w = ((s * short_side + short // 2) // short for s in size)
@@ -633,18 +637,40 @@ def test_short_side_geometry_and_pixels(size, short_side, crop_size):
         np_clips = clip_decode.sample_np(spec, frames, seed)
         tf_clips = clip_decode.sample_tf(spec, tf.constant(frames), seed).numpy()
         assert np_clips.shape == tf_clips.shape == (2, 3, *(crop_size or (out_h, out_w)), 3)
-        # TF's and OpenCV's area resizes round differently: within one grey level.
+        # TF's and OpenCV's resizes round differently: within one grey level.
         assert np.abs(np_clips.astype(int) - tf_clips).max() <= 1
         for c in range(2):
             y, x = plan["crop_offsets"][c]
-            h, w = crop_size or (out_h, out_w)
             for t, i in enumerate(plan["indices"][c]):
-                reference = area_resized(full[i], out_h, out_w)[y : y + h, x : x + w]
-                if 2 * short_side > short or size[1] % 2:  # no half-size decode: same as reference
-                    np.testing.assert_array_equal(np_clips[c, t], reference)
+                if crop_size is None:  # the whole frame, resized
+                    reference = decoded[i]
+                    if reference.shape[:2] != (out_h, out_w):
+                        reference = area_resized(reference, out_h, out_w)
+                else:  # the box alone, resized from the decoded frame
+                    reference = box_reference.resized_box(
+                        decoded[i], (y, x), crop_size, (out_h, out_w), crop_size
+                    )
+                np.testing.assert_array_equal(np_clips[c, t], reference)
 
 
-@pytest.mark.parametrize("short_side,min_psnr", [(64, 45.0), (48, 40.0)])
+def test_a_box_resized_alone_is_close_to_the_box_of_the_resized_frame():
+    # Resizing a 224-like box instead of the frame moves its edges by < half a source pixel.
+    frames = camera_like(3, 96, 128)
+    full = full_decode(frames)
+    for short_side in ((112, 140), 120, 80):
+        spec = ClipSpec(3, short_side=short_side, crop_size=(64, 64), num_clips=4, seed=5)
+        plan = clip_decode.plan_np(spec, frames)
+        clips = clip_decode.sample_np(spec, frames)
+        sides = plan.get("short_side", [short_side] * 4)
+        for c in range(4):
+            out_h, out_w = int(sides[c]), (128 * int(sides[c]) + 48) // 96
+            y, x = plan["crop_offsets"][c]
+            for t, i in enumerate(plan["indices"][c]):
+                frame = cv2.resize(full[i], (out_w, out_h), interpolation=cv2.INTER_LINEAR)
+                assert psnr(clips[c, t], frame[y : y + 64, x : x + 64]) >= 30.0, (short_side, c)
+
+
+@pytest.mark.parametrize("short_side,min_psnr", [(64, 45.0), (48, 40.0), (32, 45.0), (16, 45.0)])
 def test_short_side_psnr_against_full_decode_then_area_resize(short_side, min_psnr):
     frames = camera_like(4, 128, 192)
     spec = ClipSpec(4, mode="center", short_side=short_side)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from video_tfrecords import clip_plan
 from video_tfrecords.clip_layout import checked_plan, geometry, video_label
 from video_tfrecords.clip_spec import ClipSpec
@@ -110,6 +112,8 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
             # split by one unstack op each) run in parallel on the executor,
             # with no while loop and no gather of decoded frames. (Inputs of
             # static size n: Grappler may run this branch's unstack ops early.)
+            if layout.boxes is not None:
+                return _resized_boxes_tf(spec, layout, tf.gather(frames, safe), ratio)
             inputs, decode, _ = _frame_decoder_tf(spec, layout, clip_of, ratio)
             columns = [tf.unstack(x, num=n) for x in (tf.gather(frames, safe), *inputs)]
             return tf.stack([decode(*row) for row in zip(*columns)])
@@ -124,7 +128,7 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
             )
             return tf.gather(images, inverse)
 
-        if spec.num_crops > 1 and not isinstance(spec.short_side, tuple):
+        if spec.num_crops > 1 and layout.boxes is None:
             return _shared_crops_tf(spec, layout, frames, ratio)
         return tf.cond(tf.equal(tf.size(u_frames), n), each_position, each_distinct)
 
@@ -132,7 +136,7 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
         if isinstance(layout.ratio, int):
             clips = decode_all(layout.ratio)
         else:  # Frame sizes known only at run time: a branch per DCT scaling.
-            branch = tf.cast(layout.ratio > 1, tf.int32)
+            branch = tf.reduce_sum(tf.cast(layout.ratio >= clip_plan.REDUCTIONS[1:], tf.int32))
             branches = [lambda r=r: decode_all(r) for r in clip_plan.REDUCTIONS]
             clips = tf.switch_case(branch, branches)
     if spec.short_video == "pad":
@@ -189,85 +193,116 @@ def _shared_crops_tf(spec, layout, frames, ratio):
 def _frame_decoder_tf(spec, layout, views, ratio, *, whole=False):
     """(per-frame inputs, decode(data, *inputs) -> image, static image size) at 1/ratio scale.
 
-    `views`: the view of each frame to decode (its box, and its size with scale jitter).
+    `views`: the view of each frame to decode (its box). Whole frames (no
+    crop, or `whole`) are resized to the size after `short_side` if needed;
+    boxes resized on their own (`layout.boxes`) are decoded and resized one by
+    one; fixed boxes (no resize) are cut from a decode of their window only.
     """
     tf = clip_plan.tf_ops().tf
-    offsets = tf.gather(layout.plan["crop_offsets"], views)
-    if spec.short_side is None:
-        decoded = out = layout.frame_size
-        needs_resize = False
-    elif isinstance(spec.short_side, tuple):  # a size per view: always resize (same size: a copy)
-        decoded = [(s + ratio - 1) // ratio for s in layout.frame_size]
-        out = tuple(tf.gather(s, views) for s in layout.out_size)
-        needs_resize = True
-    else:
-        decoded = [(s + ratio - 1) // ratio for s in layout.frame_size]
-        out = layout.out_size
-        needs_resize = _differ(decoded, out)
     if spec.crop_size is None or whole:
+        if spec.short_side is None:
+            out, needs_resize = None, False
+        else:
+            out = layout.out_size
+            needs_resize = _differ([(s + ratio - 1) // ratio for s in layout.frame_size], out)
 
         def decode_full(data):
             image = tf.io.decode_jpeg(data, channels=3, ratio=ratio, dct_method=_DCT_METHOD)
             return _maybe_resize_tf(image, out, needs_resize)
 
         return (), decode_full, (None, None)
-    drawn = layout.plan.get("box_size")  # crop="resized": boxes of their own sizes
-    box_sizes = spec.crop_size if drawn is None else tf.gather(drawn, views)
-    windows, sizes, boxes = _crop_windows_tf(offsets, decoded, out, box_sizes)
+    decoded = [(s + ratio - 1) // ratio for s in layout.frame_size]
+    if layout.boxes is not None:
+        y, x, h, w = (tf.gather(v, views) for v in layout.boxes)
+        windows, at = _crop_windows_tf(tf.stack([y, x], axis=1), tf.stack([h, w], axis=1), decoded)
 
-    def decode_box(data, window, size, box, *box_size):
+        def decode_box(data, window, at, size):
+            image = tf.io.decode_and_crop_jpeg(
+                data, window, channels=3, ratio=ratio, dct_method=_DCT_METHOD
+            )
+            size = tf.cast(size, tf.int32)
+            box = tf.slice(image, at, tf.concat([size, [3]], axis=0))
+            return _box_resize_tf(box, spec.crop_size)
+
+        return (windows, at, tf.stack([h, w], axis=1)), decode_box, spec.crop_size
+    offsets = tf.gather(layout.plan["crop_offsets"], views)
+    windows, at = _crop_windows_tf(offsets, tf.constant([spec.crop_size], tf.int64), decoded)
+
+    def decode_fixed(data, window, at):
         image = tf.io.decode_and_crop_jpeg(
             data, window, channels=3, ratio=ratio, dct_method=_DCT_METHOD
         )
-        image = _maybe_resize_tf(image, size, needs_resize)
-        if not box_size:
-            return tf.slice(image, box, [*spec.crop_size, 3])
-        box_size = tf.cast(box_size[0], tf.int32)
-        image = tf.slice(image, box, tf.concat([box_size, [3]], axis=0))
-        return _box_resize_tf(image, box_size, spec.crop_size)
+        return tf.slice(image, at, [*spec.crop_size, 3])
 
-    inputs = (windows, sizes, boxes) if drawn is None else (windows, sizes, boxes, box_sizes)
-    return inputs, decode_box, spec.crop_size
+    return (windows, at), decode_fixed, spec.crop_size
 
 
-def _crop_windows_tf(offsets, decoded, out, crop_size):
-    """Per box: the window to decode [n, 4], its size after resizing [n, 2], the box in it [n, 3].
+def _resized_boxes_tf(spec, layout, data, ratio):
+    """Every position's box, decoded and resized a view at a time: [num_views * T, h, w, 3].
 
-    `offsets` [n, 2] are the boxes' (y, x) in the frame of size `out`; the frame
-    decodes to size `decoded`. Along an axis that needs no resizing
-    (decoded == out), the window is the box plus a margin, inside the frame;
-    along one that does, it is the whole axis, resized to `out` (resizing a part
-    would not keep the pixel grid of the whole frame).
+    A view's frames share its box: their windows decode to one size, so the
+    view's T boxes are resized by one op (one branch per view, not per frame).
     """
     tf = clip_plan.tf_ops().tf
-    starts, ends, sizes, in_window = [], [], [], []
-    for axis in range(2):
-        o = offsets[:, axis]
-        box = crop_size[axis] if isinstance(crop_size, tuple) else crop_size[:, axis]
-        d, r = (tf.cast(s[axis], tf.int64) for s in (decoded, out))
-        exact = tf.equal(d, r)
-        start = tf.where(exact, tf.maximum(o - _CROP_MARGIN, 0), 0)
-        end = tf.where(exact, tf.minimum(o + box + _CROP_MARGIN, d), d)
-        starts.append(start)
-        ends.append(end)
-        sizes.append(tf.where(exact, end - start, r))
-        in_window.append(o - start)
-    windows = tf.stack([starts[0], starts[1], ends[0] - starts[0], ends[1] - starts[1]], axis=1)
-    boxes = tf.stack([in_window[0], in_window[1], tf.zeros_like(in_window[0])], axis=1)
-    return tf.cast(windows, tf.int32), tf.stack(sizes, axis=1), tf.cast(boxes, tf.int32)
+    views, t = spec.num_views, spec.num_frames
+    decoded = [(s + ratio - 1) // ratio for s in layout.frame_size]
+    y, x, h, w = layout.boxes
+    windows, at = _crop_windows_tf(tf.stack([y, x], axis=1), tf.stack([h, w], axis=1), decoded)
+    sizes = tf.cast(tf.stack([h, w], axis=1), tf.int32)
+    data = tf.unstack(data, num=views * t)
+    rows = zip(tf.unstack(windows, num=views), tf.unstack(at, num=views), tf.unstack(sizes, num=views))
+    out = []
+    for v, (window, offset, size) in enumerate(rows):
+        images = tf.stack(
+            [
+                tf.io.decode_and_crop_jpeg(
+                    data[v * t + i], window, channels=3, ratio=ratio, dct_method=_DCT_METHOD
+                )
+                for i in range(t)
+            ]
+        )
+        boxes = tf.slice(images, tf.concat([[0], offset], axis=0), tf.concat([[t], size, [3]], 0))
+        out.append(_box_resize_tf(boxes, spec.crop_size))
+    return tf.concat(out, axis=0)
 
 
-def _box_resize_tf(box, box_size, crop_size):
-    """`_box_resize_np` in TF: area when both sides shrink, else bilinear; rounded half up."""
+def _crop_windows_tf(offsets, sizes, decoded):
+    """Per box: the window to decode [n, 4] (int32) and the box's (y, x, 0) in it [n, 3].
+
+    `offsets` [n, 2] and `sizes` [n, 2] (or [1, 2]) are the boxes in a frame
+    that decodes to size `decoded`; the window is the box plus a margin, inside
+    the frame.
+    """
     tf = clip_plan.tf_ops().tf
-    shrink = tf.reduce_all(box_size >= tf.constant(crop_size, tf.int32))
+    decoded = tf.cast(tf.stack(decoded), tf.int64)
+    start = tf.maximum(offsets - _CROP_MARGIN, 0)
+    end = tf.minimum(offsets + sizes + _CROP_MARGIN, decoded)
+    windows = tf.concat([start, end - start], axis=1)
+    at = tf.concat([offsets - start, tf.zeros_like(start[:, :1])], axis=1)
+    return tf.cast(windows, tf.int32), tf.cast(at, tf.int32)
 
-    def resize(method):
-        resized = tf.image.resize(box, crop_size, method=method)
-        return tf.cast(tf.floor(resized + 0.5), tf.uint8)
 
-    image = tf.cond(shrink, lambda: resize("area"), lambda: resize("bilinear"))
-    return tf.ensure_shape(image, [*crop_size, 3])
+def _box_resize_tf(boxes, crop_size):
+    """Boxes [h, w, 3] or [n, h, w, 3] resized to `crop_size` by `clip_decode.resize_box`.
+
+    OpenCV, called from the graph: TensorFlow's resize kernels cost 0.7 of a
+    JPEG decode per 224x224 box, OpenCV's a quarter of that (it releases the
+    GIL), and both paths then give equal pixels.
+    """
+    tf = clip_plan.tf_ops().tf
+
+    def resize(images):
+        from video_tfrecords.clip_decode import resize_box  # noqa: PLC0415  (imports this module)
+
+        if images.ndim == 3:
+            return resize_box(images, *crop_size)
+        out = np.empty((len(images), *crop_size, 3), np.uint8)
+        for image, target in zip(images, out):
+            resize_box(image, *crop_size, out=target)
+        return out
+
+    resized = tf.numpy_function(resize, [boxes], tf.uint8, stateful=False)
+    return tf.ensure_shape(resized, [*boxes.shape[:-3], *crop_size, 3])
 
 
 def _differ(a, b):

@@ -13,7 +13,7 @@ from typing import Any
 
 from video_tfrecords import clip_boxes, clip_plan
 
-__all__ = ["Layout", "checked_plan", "geometry", "video_label"]
+__all__ = ["Layout", "checked_plan", "geometry", "resizes_boxes", "video_label"]
 
 
 @dataclasses.dataclass
@@ -25,6 +25,9 @@ class Layout:
     frame_size: tuple[Any, Any] | None = None  # (h, w) of the stored frames
     out_size: tuple[Any, Any] | None = None  # (h, w) after `short_side`, before the crop
     ratio: Any = 1  # JPEG DCT scaling denominator to decode with
+    # (y, x, h, w), int64 [num_views] each: the box of each view in the decoded
+    # frame, resized to crop_size; None when boxes are cut from whole frames.
+    boxes: tuple[Any, Any, Any, Any] | None = None
 
 
 # ---------------------------------------------------------------------------
@@ -169,7 +172,45 @@ def checked_plan(
             checks, lambda: clip_plan.crop_offsets(ops, spec, key, *out)
         )
     layout.plan["flip"] = clip_plan.flip_flags(ops, spec, key)
+    if resizes_boxes(spec):
+        layout.boxes = ops.after(checks, lambda: _source_boxes(ops, spec, layout))
     return layout
+
+
+def resizes_boxes(spec) -> bool:
+    """Whether each view's box is resized on its own (not cut from a resized whole frame).
+
+    So with a drawn box (crop="resized") and with `short_side` before a single
+    box: a 224 crop after scale jitter resizes a ~180 px box, not a 455x256
+    frame. Three test crops (num_crops=3) after a fixed `short_side` cover the
+    frame: one whole-frame resize serves them all.
+    """
+    if spec.crop_size is None:
+        return False
+    jitter = isinstance(spec.short_side, tuple)
+    return spec.crop == "resized" or jitter or (spec.short_side is not None and spec.num_crops == 1)
+
+
+def _source_boxes(ops, spec, layout):
+    """Each view's box mapped from the frame after `short_side` to the decoded frame.
+
+    A box [y, y + h) of a frame resized to `out` rows covers [y * d / out,
+    (y + h) * d / out) of the `d` decoded rows; both ends are rounded to the
+    nearest row, so the box is within half a decoded pixel of the exact area.
+    """
+    offsets = layout.plan["crop_offsets"]
+    sizes = layout.plan.get("box_size")
+    boxes = []
+    for axis in range(2):
+        start = offsets[:, axis]
+        length = sizes[:, axis] if sizes is not None else start * 0 + spec.crop_size[axis]
+        out = ops.i64(layout.out_size[axis])
+        decoded = (ops.i64(layout.frame_size[axis]) + layout.ratio - 1) // layout.ratio
+        begin = (2 * start * decoded + out) // (2 * out)
+        end = (2 * (start + length) * decoded + out) // (2 * out)
+        boxes.append((begin, ops.maximum(end - begin, 1)))
+    (y, h), (x, w) = boxes
+    return y, x, h, w
 
 
 def _jittered_sizes(ops, spec, key, layout):

@@ -58,7 +58,7 @@ _HASH_BYTES = 8192  # Bytes hashed at each end of a frame for its fingerprint.
 _SLOT_STRIDE, _SLOT_START, _SLOT_CROP_Y, _SLOT_CROP_X, _SLOT_FLIP, _SLOT_SCALE = range(6)
 _SEGMENT_COUNTERS = 2**32  # Counters of the per-segment draws (past the per-clip slots).
 TICK_TOLERANCE = 1e-4  # s: a frame this close before a tick is on screen at it.
-REDUCTIONS = (1, 2)  # JPEG DCT scalings used: 1/1 and 1/2 (see `reduction`).
+REDUCTIONS = (1, 2, 4, 8)  # JPEG DCT scaling denominators (see `reduction`).
 
 
 # ---------------------------------------------------------------------------
@@ -441,14 +441,18 @@ def resized_size(ops, height, width, short_side):
 
 
 def reduction(ops, height, width, short_side):
-    """2 to decode at half size by the JPEG decoder's DCT scaling, else 1.
+    """The JPEG DCT scaling denominator to decode with: the largest of 2, 4, 8 that fits, else 1.
 
-    Half size is used when it still covers `short_side` and maps the pixel grid
-    exactly (even frame sizes; with an odd size the grid would drift by up to
-    half a pixel across the frame: 33-37 dB against an area resize on real
-    footage). 1/4 and 1/8 scaling keep too little of each 8x8 block (29-34 dB,
-    where 1/2 gives 52-55 dB), so they are not used.
+    A scaling r is used when the frame decoded at 1/r still covers `short_side`
+    and maps the pixel grid exactly (both sides divisible by r; otherwise the
+    grid drifts by up to half a pixel across the frame: 33-37 dB against an
+    area resize on real footage). On an exact grid, 1/2, 1/4 and 1/8 decodes are
+    53-56 dB from a full decode followed by an area resize (real footage, q90;
+    tests/test_recipes.py checks a camera-like frame), at a fraction of the cost.
     """
-    even = ops.logical_and(height % 2 == 0, width % 2 == 0)
-    fits = short_side * 2 <= ops.minimum(height, width)
-    return ops.where(ops.logical_and(even, fits), 2, 1)
+    short = ops.minimum(height, width)
+    ratio = ops.i64(1)
+    for r in REDUCTIONS[1:]:
+        exact = ops.logical_and(height % r == 0, width % r == 0)
+        ratio = ops.where(ops.logical_and(exact, short_side * r <= short), ops.i64(r), ratio)
+    return ratio
