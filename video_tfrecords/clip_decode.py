@@ -119,10 +119,10 @@ def sample_np(
         for c, t in positions[1:] if in_place else positions:
             if boxes is not None:
                 y, x, h, w = boxes[c]
-                box = resize_box(image[y : y + h, x : x + w], box_h, box_w)
-            else:
-                y, x = offsets[c]
-                box = image[y : y + box_h, x : x + box_w]
+                resize_box(image[y : y + h, x : x + w], box_h, box_w, clips[c, t], flips[c])
+                continue
+            y, x = offsets[c]
+            box = image[y : y + box_h, x : x + box_w]
             if flips[c]:
                 _cv2().flip(box, 1, dst=clips[c, t])
             else:
@@ -130,23 +130,27 @@ def sample_np(
     return clips if spec.multi_clip else clips[0]
 
 
-def resize_box(box: np.ndarray, height: int, width: int, out=None) -> np.ndarray:
-    """A box to the output size (the same size: as is), into `out` if given.
+def resize_box(box: np.ndarray, height: int, width: int, out=None, flip=False) -> np.ndarray:
+    """A box at the output size, mirrored if `flip`, into `out` if given (else a new array).
 
     Bilinear, as PySlowFast, PyTorchVideo and MMAction2 resize; area averaging
     when the box is at least twice the output on both sides, where bilinear
     would alias. OpenCV's bilinear costs a fifth of its area resize at these
     sizes, and a quarter of TensorFlow's (so both paths resize boxes here).
     """
-    if box.shape[:2] == (height, width):
-        if out is None:
-            return box
-        out[...] = box
-        return out
     cv2 = _cv2()
-    shrink = box.shape[0] >= 2 * height and box.shape[1] >= 2 * width
-    interpolation = cv2.INTER_AREA if shrink else cv2.INTER_LINEAR
-    return cv2.resize(box, (width, height), dst=out, interpolation=interpolation)
+    if box.shape[:2] != (height, width):
+        halves = box.shape[0] >= 2 * height and box.shape[1] >= 2 * width
+        interpolation = cv2.INTER_AREA if halves else cv2.INTER_LINEAR
+        box = cv2.resize(box, (width, height), dst=None if flip else out, interpolation=interpolation)
+        if not flip:
+            return box
+    if flip:
+        return cv2.flip(box, 1, dst=out)
+    if out is None:
+        return np.array(box)
+    np.copyto(out, box)
+    return out
 
 
 def _cv2():

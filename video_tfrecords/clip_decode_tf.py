@@ -142,7 +142,7 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
     if spec.short_video == "pad":
         clips = tf.where(tf.reshape(flat >= 0, [-1, 1, 1, 1]), clips, tf.zeros_like(clips))
     clips = tf.reshape(clips, tf.concat([[num_clips, t], tf.shape(clips)[1:]], axis=0))
-    if spec.flip:
+    if spec.flip and layout.boxes is None:  # (resized boxes are flipped as they are resized)
         # Only the clips drawn for flipping pay for the mirror copy.
         flips = tf.unstack(plan["flip"], num=num_clips)
         clips = tf.stack(
@@ -179,15 +179,15 @@ def _shared_crops_tf(spec, layout, frames, ratio):
     images = tf.map_fn(
         decode, tf.gather(frames, distinct), fn_output_signature=tf.TensorSpec(None, tf.uint8)
     )
-    images = tf.gather(images, inverse)  # [num_clips * T, H, W, 3]
     h, w = spec.crop_size
+    images = tf.reshape(tf.gather(images, inverse), tf.concat([[-1, t], tf.shape(images)[1:]], 0))
     crops = []
     for crop in range(k):  # the boxes are the same for every clip
         y, x = tf.unstack(tf.cast(layout.plan["crop_offsets"][crop], tf.int32))
-        crops.append(tf.slice(images, tf.stack([0, y, x, 0]), [-1, h, w, 3]))
-    by_frame = tf.reshape(tf.stack(crops, axis=1), [-1, t, k, h, w, 3])  # [clip, T, crop, ...]
-    views = tf.transpose(by_frame, [0, 2, 1, 3, 4, 5])  # clip-major views: [clip, crop, T, ...]
-    return tf.reshape(views, [-1, h, w, 3])
+        crops.append(tf.slice(images, tf.stack([0, 0, y, x, 0]), [-1, t, h, w, 3]))
+    # Stacked as clip-major views [clip, crop, T, h, w, 3]: three crops of 256 from a
+    # 340x256 frame are 2.3x its pixels, so each copy counts (no transpose).
+    return tf.reshape(tf.stack(crops, axis=1), [-1, h, w, 3])
 
 
 def _frame_decoder_tf(spec, layout, views, ratio, *, whole=False):
@@ -216,15 +216,14 @@ def _frame_decoder_tf(spec, layout, views, ratio, *, whole=False):
         y, x, h, w = (tf.gather(v, views) for v in layout.boxes)
         windows, at = _crop_windows_tf(tf.stack([y, x], axis=1), tf.stack([h, w], axis=1), decoded)
 
-        def decode_box(data, window, at, size):
+        def decode_box(data, window, at, size, flip):
             image = tf.io.decode_and_crop_jpeg(
                 data, window, channels=3, ratio=ratio, dct_method=_DCT_METHOD
             )
-            size = tf.cast(size, tf.int32)
-            box = tf.slice(image, at, tf.concat([size, [3]], axis=0))
-            return _box_resize_tf(box, spec.crop_size)
+            return _box_resize_tf(image[None], at, size, flip, spec.crop_size)[0]
 
-        return (windows, at, tf.stack([h, w], axis=1)), decode_box, spec.crop_size
+        flips = tf.gather(layout.plan["flip"], views)
+        return (windows, at, tf.stack([h, w], axis=1), flips), decode_box, spec.crop_size
     offsets = tf.gather(layout.plan["crop_offsets"], views)
     windows, at = _crop_windows_tf(offsets, tf.constant([spec.crop_size], tf.int64), decoded)
 
@@ -248,11 +247,10 @@ def _resized_boxes_tf(spec, layout, data, ratio):
     decoded = [(s + ratio - 1) // ratio for s in layout.frame_size]
     y, x, h, w = layout.boxes
     windows, at = _crop_windows_tf(tf.stack([y, x], axis=1), tf.stack([h, w], axis=1), decoded)
-    sizes = tf.cast(tf.stack([h, w], axis=1), tf.int32)
+    columns = (windows, at, tf.stack([h, w], axis=1), layout.plan["flip"])
     data = tf.unstack(data, num=views * t)
-    rows = zip(tf.unstack(windows, num=views), tf.unstack(at, num=views), tf.unstack(sizes, num=views))
     out = []
-    for v, (window, offset, size) in enumerate(rows):
+    for v, (window, offset, size, flip) in enumerate(zip(*(tf.unstack(c, num=views) for c in columns))):
         images = tf.stack(
             [
                 tf.io.decode_and_crop_jpeg(
@@ -261,8 +259,7 @@ def _resized_boxes_tf(spec, layout, data, ratio):
                 for i in range(t)
             ]
         )
-        boxes = tf.slice(images, tf.concat([[0], offset], axis=0), tf.concat([[t], size, [3]], 0))
-        out.append(_box_resize_tf(boxes, spec.crop_size))
+        out.append(_box_resize_tf(images, offset, size, flip, spec.crop_size))
     return tf.concat(out, axis=0)
 
 
@@ -282,27 +279,26 @@ def _crop_windows_tf(offsets, sizes, decoded):
     return tf.cast(windows, tf.int32), tf.cast(at, tf.int32)
 
 
-def _box_resize_tf(boxes, crop_size):
-    """Boxes [h, w, 3] or [n, h, w, 3] resized to `crop_size` by `clip_decode.resize_box`.
+def _box_resize_tf(images, at, size, flip, crop_size):
+    """Boxes at (y, x) of `size` in `images` [n, h, w, 3], resized to `crop_size` and flipped.
 
-    OpenCV, called from the graph: TensorFlow's resize kernels cost 0.7 of a
-    JPEG decode per 224x224 box, OpenCV's a quarter of that (it releases the
-    GIL), and both paths then give equal pixels.
+    By `clip_decode.resize_box`, OpenCV called from the graph: TensorFlow's
+    resize kernels cost 0.7 of a JPEG decode per 224x224 box, OpenCV's a
+    quarter of that (it releases the GIL), and both paths then give equal pixels.
     """
     tf = clip_plan.tf_ops().tf
 
-    def resize(images):
+    def resize(images, at, size, flip):
         from video_tfrecords.clip_decode import resize_box  # noqa: PLC0415  (imports this module)
 
-        if images.ndim == 3:
-            return resize_box(images, *crop_size)
+        (y, x), (h, w) = at[:2], size
         out = np.empty((len(images), *crop_size, 3), np.uint8)
         for image, target in zip(images, out):
-            resize_box(image, *crop_size, out=target)
+            resize_box(image[y : y + h, x : x + w], *crop_size, target, bool(flip))
         return out
 
-    resized = tf.numpy_function(resize, [boxes], tf.uint8, stateful=False)
-    return tf.ensure_shape(resized, [*boxes.shape[:-3], *crop_size, 3])
+    resized = tf.numpy_function(resize, [images, at, size, flip], tf.uint8, stateful=False)
+    return tf.ensure_shape(resized, [images.shape[0], *crop_size, 3])
 
 
 def _differ(a, b):
