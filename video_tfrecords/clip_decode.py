@@ -6,12 +6,13 @@ tf.data) take the same `ClipSpec`, run the same checked plan (`clip_layout`) and
 the same pixels: both decode with libjpeg-turbo's accurate integer IDCT (TF's
 `dct_method="INTEGER_ACCURATE"`, simplejpeg's default).
 
-With `short_side`, frames are decoded at half size by the JPEG decoder's DCT
-scaling when that still covers the short side (see `clip_plan.reduction`),
-then resized the rest of the way (area). When a resize step remains, the two
-paths agree within one grey level (OpenCV's and TF's area resizes round
-differently); otherwise they are equal. TensorFlow is imported only by the TF
-functions.
+With `short_side`, frames are decoded at 1/2, 1/4 or 1/8 size by the JPEG
+decoder's DCT scaling when that still covers the short side (see
+`clip_plan.reduction`). A box (after `short_side`, or drawn by
+crop="resized") is then resized on its own (`resize_box`, OpenCV on both
+paths: equal pixels); whole frames are resized by area, where OpenCV's and
+TF's resizes differ by at most one grey level. TensorFlow is imported only by
+the TF functions.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Decoding a clip in a TensorFlow graph (tf.data): only the planned frames, and only each box.
 
 `sample_tf` runs the same checked plan as the NumPy path (`clip_layout`) and
-returns the same pixels (within one grey level per resize step): JPEGs are
-decoded with libjpeg-turbo's accurate integer IDCT and, with a crop, only the
-box's window is decoded (`decode_and_crop_jpeg`). TensorFlow is imported by
-these functions only, on first use.
+returns the same pixels (within one grey level where whole frames are resized):
+JPEGs are decoded with libjpeg-turbo's accurate integer IDCT and, with a crop,
+only the box's window is decoded (`decode_and_crop_jpeg`). Boxes are resized
+by the NumPy path's own `resize_box` (OpenCV, in a `tf.numpy_function`).
+TensorFlow is imported by these functions only, on first use.
 """
 
 from __future__ import annotations
@@ -220,7 +221,7 @@ def _frame_decoder_tf(spec, layout, views, ratio, *, whole=False):
             image = tf.io.decode_and_crop_jpeg(
                 data, window, channels=3, ratio=ratio, dct_method=_DCT_METHOD
             )
-            return _box_resize_tf(image[None], at, size, flip, spec.crop_size)[0]
+            return _box_resize_tf([image], at, size, flip, spec.crop_size)[0]
 
         flips = tf.gather(layout.plan["flip"], views)
         return (windows, at, tf.stack([h, w], axis=1), flips), decode_box, spec.crop_size
@@ -240,7 +241,7 @@ def _resized_boxes_tf(spec, layout, data, ratio):
     """Every position's box, decoded and resized a view at a time: [num_views * T, h, w, 3].
 
     A view's frames share its box: their windows decode to one size, so the
-    view's T boxes are resized by one op (one branch per view, not per frame).
+    view's T boxes are resized and flipped by one call (per view, not per frame).
     """
     tf = clip_plan.tf_ops().tf
     views, t = spec.num_views, spec.num_frames
@@ -251,14 +252,12 @@ def _resized_boxes_tf(spec, layout, data, ratio):
     data = tf.unstack(data, num=views * t)
     out = []
     for v, (window, offset, size, flip) in enumerate(zip(*(tf.unstack(c, num=views) for c in columns))):
-        images = tf.stack(
-            [
-                tf.io.decode_and_crop_jpeg(
-                    data[v * t + i], window, channels=3, ratio=ratio, dct_method=_DCT_METHOD
-                )
-                for i in range(t)
-            ]
-        )
+        images = [
+            tf.io.decode_and_crop_jpeg(
+                data[v * t + i], window, channels=3, ratio=ratio, dct_method=_DCT_METHOD
+            )
+            for i in range(t)
+        ]
         out.append(_box_resize_tf(images, offset, size, flip, spec.crop_size))
     return tf.concat(out, axis=0)
 
@@ -280,15 +279,17 @@ def _crop_windows_tf(offsets, sizes, decoded):
 
 
 def _box_resize_tf(images, at, size, flip, crop_size):
-    """Boxes at (y, x) of `size` in `images` [n, h, w, 3], resized to `crop_size` and flipped.
+    """The box at (y, x) of `size` in each of `images` (a list of [h, w, 3]), resized
+    to `crop_size` and flipped: [len(images), *crop_size, 3].
 
     By `clip_decode.resize_box`, OpenCV called from the graph: TensorFlow's
     resize kernels cost 0.7 of a JPEG decode per 224x224 box, OpenCV's a
-    quarter of that (it releases the GIL), and both paths then give equal pixels.
+    quarter of that (it releases the GIL), and both paths then give equal
+    pixels. The images go in as separate tensors: no stacked copy.
     """
     tf = clip_plan.tf_ops().tf
 
-    def resize(images, at, size, flip):
+    def resize(at, size, flip, *images):
         from video_tfrecords.clip_decode import resize_box  # noqa: PLC0415  (imports this module)
 
         (y, x), (h, w) = at[:2], size
@@ -297,8 +298,8 @@ def _box_resize_tf(images, at, size, flip, crop_size):
             resize_box(image[y : y + h, x : x + w], *crop_size, target, bool(flip))
         return out
 
-    resized = tf.numpy_function(resize, [images, at, size, flip], tf.uint8, stateful=False)
-    return tf.ensure_shape(resized, [images.shape[0], *crop_size, 3])
+    resized = tf.numpy_function(resize, [at, size, flip, *images], tf.uint8, stateful=False)
+    return tf.ensure_shape(resized, [len(images), *crop_size, 3])
 
 
 def _differ(a, b):
