@@ -474,3 +474,22 @@ def test_bad_combinations_name_the_argument(kwargs, argument):
     for make in (lambda: ClipSpec(4, **kwargs), lambda: ClipDecoder(4, **kwargs)):
         with pytest.raises(ValueError, match=argument):
             make()
+
+
+def test_the_readme_recipe_table_holds_valid_calls():
+    import pathlib
+
+    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    table = readme.split("| recipe | train | test |")[1].split("\n\n")[0]
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| ") and "`" in line]
+    assert len(rows) >= 5
+    for name, train, test in rows:
+        train_args = eval(f"dict({train.strip('` ').replace('T=', 'num_frames=')})")  # noqa: S307
+        test_args = eval(f"dict({test.strip('` |').replace('=N', '=4')})")  # noqa: S307
+        kept = {k: train_args[k] for k in ("num_frames", "stride", "fps") if k in train_args}
+        frames = make_frames(12, 256, 340)
+        for args in (train_args, {**kept, **test_args}):
+            spec = ClipSpec(**args)
+            times = np.arange(12, dtype=np.float32) / 30
+            clip = clip_decode.sample_np(spec, frames, seed=0, timestamps=times, source_fps=30.0)
+            assert clip.shape == tuple(spec.output_shape((256, 340))), (name, args)
