@@ -400,7 +400,29 @@ NEW_ARGS = [
     {"crop": "resized", "crop_size": (24, 24), "flip": True, "num_clips": 3},
     {"crop": "resized", "crop_size": (16, 28), "crop_area": (0.3, 1), "crop_aspect": (0.5, 2)},
     {"crop": "resized", "crop_size": (20, 20), "short_side": (24, 30), "mode": "segments"},
+    {"crop": "resized", "crop_size": (8, 8), "crop_area": (0.5, 1), "num_clips": 2},  # 1/2, 1/4
 ]
+
+
+def test_a_drawn_box_decodes_at_the_coarsest_scale_that_covers_it():
+    frames = make_frames(6, 128, 192)
+    spec = ClipSpec(2, crop="resized", crop_size=(16, 16), crop_area=(0.3, 1.0), num_clips=6, seed=2)
+    plan = clip_decode.plan_np(spec, frames)
+    clips = clip_decode.sample_np(spec, frames)
+    sizes = plan["box_size"]
+    # Reference: the largest of 2, 4, 8 at which every box still covers 16x16 (128 and 192
+    # divide by 8, so the grid maps exactly at every scale).
+    ratio = max(r for r in (1, 2, 4, 8) if (sizes >= 16 * r).all())
+    assert ratio > 1  # the boxes are large: this test is about a reduced decode
+    for c in range(6):
+        (y, x), (h, w) = plan["crop_offsets"][c], sizes[c]
+        for t, index in enumerate(plan["indices"][c]):
+            decoded = tf.io.decode_jpeg(
+                frames[index], channels=3, ratio=ratio, dct_method="INTEGER_ACCURATE"
+            ).numpy()
+            box = box_reference.resized_box(decoded, (y, x), (h, w), (128, 192), (16, 16))
+            np.testing.assert_array_equal(clips[c, t], box)
+    np.testing.assert_array_equal(clips, clip_decode.sample_tf(spec, tf.constant(frames)).numpy())
 
 
 @pytest.mark.parametrize("kwargs", NEW_ARGS)

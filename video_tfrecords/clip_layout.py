@@ -173,6 +173,8 @@ def checked_plan(
         )
     layout.plan["flip"] = clip_plan.flip_flags(ops, spec, key)
     if resizes_boxes(spec):
+        if spec.crop == "resized":  # boxes of their own sizes: the scale that still covers them
+            layout.ratio = ops.after(checks, lambda: _drawn_box_reduction(ops, spec, layout))
         layout.boxes = ops.after(checks, lambda: _source_boxes(ops, spec, layout))
     return layout
 
@@ -189,6 +191,27 @@ def resizes_boxes(spec) -> bool:
         return False
     jitter = isinstance(spec.short_side, tuple)
     return spec.crop == "resized" or jitter or (spec.short_side is not None and spec.num_crops == 1)
+
+
+def _drawn_box_reduction(ops, spec, layout):
+    """The coarsest DCT scaling at which every drawn box still covers `crop_size`.
+
+    A 900x700 box resized to 224x224 decodes at 1/2 (450x350; at 1/4, 175
+    rows would not cover 224). Only scales that map the frame's grid exactly,
+    as `clip_plan.reduction` for a short side.
+    """
+    full = Layout(layout.plan, [], layout.frame_size, layout.out_size, 1)
+    _, _, heights, widths = _source_boxes(ops, spec, full)  # at full size
+    height, width = (ops.i64(s) for s in layout.frame_size)
+    crop_h, crop_w = spec.crop_size
+    ratio = ops.i64(1)
+    for r in clip_plan.REDUCTIONS[1:]:
+        fits = ops.logical_and(height % r == 0, width % r == 0)
+        for v in range(spec.num_views):
+            covers = ops.logical_and(heights[v] >= r * crop_h, widths[v] >= r * crop_w)
+            fits = ops.logical_and(fits, covers)
+        ratio = ops.where(fits, ops.i64(r), ratio)
+    return ratio
 
 
 def _source_boxes(ops, spec, layout):
