@@ -101,18 +101,21 @@ def bound(videos: list[str], short_side: int, quality: int) -> dict:
 
 
 def shrink(frame, short_side: int | None):
-    """`frame` with its short side brought down to `short_side`, with the filter the old
-    OpenCV build path picked: area averaging for a 2x or larger reduction, else linear."""
-    import cv2
-
+    """`frame` with its short side brought down to `short_side` (the bound's resize)."""
     if short_side is None:
         return frame
     size = stored_size(frame.shape[0], frame.shape[1], short_side)
-    if size == frame.shape[:2]:
-        return frame
+    return frame if size == frame.shape[:2] else resize(frame, size)
+
+
+def resize(frame, size: tuple[int, int], dst=None):
+    """`frame` brought to (h, w) = `size` with the filter the builder's OpenCV path picked: area
+    averaging for a 2x or larger reduction, else bilinear."""
+    import cv2
+
     strong = size[0] * 2 <= frame.shape[0] or size[1] * 2 <= frame.shape[1]
     interpolation = cv2.INTER_AREA if strong else cv2.INTER_LINEAR
-    return cv2.resize(frame, size[::-1], interpolation=interpolation)
+    return cv2.resize(frame, tuple(size[::-1]), dst=dst, interpolation=interpolation)
 
 
 def stored_size(height: int, width: int, short_side: int) -> tuple[int, int]:

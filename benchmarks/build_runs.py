@@ -1,5 +1,6 @@
-"""Runs and times builds in child processes (build_child.py, `tfds build`) for the overview,
-resume and build_memory: the TFDS builder against OpenCV decode + resize + JPEG encode."""
+"""Builds in child processes (build_child.py, or the `tfds build` CLI): the datasets the
+benchmarks read, and the build measurements of overview, resume and build_memory (the TFDS
+builder against OpenCV decode + resize + JPEG encode)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import sys
 import time
 from dataclasses import dataclass
 
-CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build_child.py")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from timing import HERE, ROOT, one_cpu
+
+CHILD = os.path.join(HERE, "build_child.py")
 
 
 @dataclass(frozen=True)
@@ -28,9 +30,9 @@ class Rate:
 
 
 def child_env() -> dict:
-    """The environment of child processes: quiet TensorFlow, the repo importable after PYTHONPATH."""
+    """Child processes' environment: quiet TensorFlow, the repo importable after PYTHONPATH."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), REPO) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), ROOT) if p)
     return env
 
 
@@ -49,9 +51,16 @@ def run_child(command: str, *args: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def one_cpu() -> int:
-    """The CPU that one-core measurements are pinned to (the last one this process may use)."""
-    return max(os.sched_getaffinity(0))
+def build_args(manual_dir: str, data_dir: str, config: str | dict) -> list[str]:
+    """The options of a build (build_child.py or `tfds build`): a config name or JSON fields."""
+    config = config if isinstance(config, str) else json.dumps(config)
+    return [f"--manual_dir={manual_dir}", f"--data_dir={data_dir}", f"--config={config}"]
+
+
+def build_dataset(manual_dir: str, data_dir: str, config: str | dict = "default") -> dict:
+    """Builds the videos of `manual_dir` (its train.txt) into `data_dir`, in a child process;
+    the build's timings (build_child.py `build`)."""
+    return run_child("build", *build_args(manual_dir, data_dir, config))
 
 
 def bound_one_core(videos: list[str], short_side: int, quality: int) -> Rate:
@@ -70,7 +79,7 @@ def bound_one_core(videos: list[str], short_side: int, quality: int) -> Rate:
 
 
 def bound_parallel(videos: list[str], short_side: int, quality: int, processes: int) -> Rate:
-    """Videos/s of the bound run in `processes` processes at once, each on its share of the videos."""
+    """Videos/s of the bound in `processes` processes at once, each on its share of the videos."""
     shares = [videos[i::processes] for i in range(processes)]
     children = [
         subprocess.Popen(
@@ -102,13 +111,7 @@ def build_rate(manual_dir: str, data_dir: str, config: dict, videos: int, one_co
     """
     shutil.rmtree(data_dir, ignore_errors=True)
     pinning = [f"--cpu={one_cpu()}", "--cv_threads=1"] if one_core else []
-    result = run_child(
-        "build",
-        f"--manual_dir={manual_dir}",
-        f"--data_dir={data_dir}",
-        f"--config={json.dumps(config)}",
-        *pinning,
-    )
+    result = run_child("build", *build_args(manual_dir, data_dir, config), *pinning)
     shutil.rmtree(data_dir, ignore_errors=True)
     if result["examples"] != videos:
         raise RuntimeError(f"built {result['examples']} examples of {videos} videos")
@@ -122,18 +125,11 @@ def pool_start_seconds(workers: int) -> float:
     return run_child("pool_start", f"--workers={workers}")["seconds"]
 
 
-def cli_command(manual_dir: str, data_dir: str, config: dict) -> list[str]:
-    """The `tfds build` command line that builds `manual_dir` with `config` into `data_dir`."""
+def cli_command(manual_dir: str, data_dir: str, config: str | dict) -> list[str]:
+    """The `tfds build` command line (the `tfds` beside this Python) of a build."""
     tfds_cli = os.path.join(os.path.dirname(sys.executable), "tfds")
-    return [
-        tfds_cli,
-        "build",
-        "video_tfrecords",
-        "--imports=video_tfrecords",
-        f"--manual_dir={manual_dir}",
-        f"--data_dir={data_dir}",
-        f"--config={json.dumps(config)}",
-    ]
+    command = [tfds_cli, "build", "video_tfrecords", "--imports=video_tfrecords"]
+    return command + build_args(manual_dir, data_dir, config)
 
 
 def cli_build_seconds(manual_dir: str, data_dir: str, config: dict) -> float:

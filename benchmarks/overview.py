@@ -1,35 +1,31 @@
 """Overview: loading clips (tfds.load + ClipDecoder vs the alternatives), build speed, storage.
 
-Loading 64-frame clips against TFDS's full decode, mp4 seeks, raw frames and
-the JPEG-decode bound; build throughput against its bound on one core and on
-all; bytes per video of each storage format.
-
     python benchmarks/run.py overview            # full run (< 10 min on 2 cores, data included)
     python benchmarks/run.py overview --quick    # smoke run (~2 min)
     python benchmarks/run.py overview --real     # real footage (bikes.mp4 windows, via pip)
     python benchmarks/run.py overview --manual_dir DIR   # your videos instead
 
-Prints one markdown table (progress goes to stderr). Variants are measured in
-interleaved repetitions; ratios are medians of per-repetition ratios, so machine
-noise hits both sides of a ratio alike.
+Loading 64-frame clips against TFDS's full decode, mp4 seeks, raw frames and the JPEG-decode
+bound; build throughput against its bound on one core and on all; bytes per video of each
+storage format. One markdown table.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
+import glob
 import os
 import platform
 import shutil
 import time
+import zlib
 from dataclasses import dataclass
 from functools import partial
 
 import build_runs
-import storage_bytes
 import timing
 import video_sets
-from timing import Stream, log
+from timing import Stream, arguments, log
 
 NUM_FRAMES = 64
 SHORT_SIDE, QUALITY = 256, 90  # the default config's
@@ -46,6 +42,10 @@ BOUND_1 = "bound, 1 core: OpenCV decode + resize + imencode"
 BUILD_1 = "download_and_prepare, num_workers=1, same core"
 BOUND_N = "bound, all cores: one process per core"
 BUILD_N = "download_and_prepare, num_workers=0 (one per core)"
+Q90 = "JPEG q90 records (default config)"
+RAW = "raw uint8 records"
+GZIP_LEVEL = 6  # zlib's default, what TFRecordOptions(compression_type="GZIP") uses
+CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -84,18 +84,10 @@ class Row:
         status = ""
         if self.target:
             op, threshold = self.target.split()
-            passed = (
-                self.value >= float(threshold) if op == ">=" else self.value <= float(threshold)
-            )
+            limit = float(threshold)
+            passed = self.value >= limit if op == ">=" else self.value <= limit
             status = "PASS" if passed else "FAIL"
         return [self.benchmark, self.variant, self.result, self.ratio, self.target, status]
-
-
-def markdown(rows: list[Row]) -> str:
-    """The table in GitHub markdown."""
-    head = "| Benchmark | Variant | Result | Ratio (median, min-max over reps) | Target | Status |"
-    lines = [head, "| --- | --- | --- | --- | --- | --- |"]
-    return "\n".join(lines + ["| " + " | ".join(row.cells()) + " |" for row in rows])
 
 
 def ratio_row(benchmark: str, label: str, value: timing.Ratio, target: str = "") -> Row:
@@ -129,22 +121,16 @@ def synthetic(folder: str, kind: str, count: int, shape: tuple) -> list[str]:
     start = time.perf_counter()
     folder = os.path.join(folder, f"{kind}_{FRAMES}x{height}x{width}")
     paths = video_sets.synthetic_videos(folder, count, FRAMES, height, width)
-    log(
-        f"{kind} videos: {count} x {FRAMES} frames {width}x{height} ({time.perf_counter() - start:.0f} s)"
-    )
+    seconds = time.perf_counter() - start
+    log(f"{kind} videos: {count} x {FRAMES} frames {width}x{height} ({seconds:.0f} s)")
     return paths
 
 
 def build_load_datasets(sets: dict, data_dir: str) -> None:
     """The load set under the default config (q90), its videos once at q75; built afresh."""
     shutil.rmtree(data_dir, ignore_errors=True)
-    for name, config in (("load", "default"), ("q75", '{"name": "q75", "jpeg_quality": 75}')):
-        build_runs.run_child(
-            "build",
-            f"--manual_dir={sets[name].manual_dir}",
-            f"--data_dir={data_dir}",
-            f"--config={config}",
-        )
+    for name, config in (("load", "default"), ("q75", {"name": "q75", "jpeg_quality": 75})):
+        build_runs.build_dataset(sets[name].manual_dir, data_dir, config)
         log(f"built {config}: {sets[name].examples} examples")
 
 
@@ -182,25 +168,13 @@ def load_rows(rates: dict[str, list[float]]) -> list[Row]:
     for name in (A, B, C, D, E):
         if name in rates:
             rate = timing.median(rates[name])
-            rows.append(
-                Row(
-                    "Load 64-frame clips",
-                    name,
-                    f"{rate:.1f} clips/s = {rate * NUM_FRAMES:.0f} frames/s",
-                )
-            )
-    for label, other, target in (
-        ("a/d", D, ">= 0.9"),
-        ("a/b", B, ">= 3"),
-        ("a/c", C, ">= 3"),
-        ("a/e", E, ""),
-    ):
+            result = f"{rate:.1f} clips/s = {rate * NUM_FRAMES:.0f} frames/s"
+            rows.append(Row("Load 64-frame clips", name, result))
+    targets = (("a/d", D, ">= 0.9"), ("a/b", B, ">= 3"), ("a/c", C, ">= 3"), ("a/e", E, ""))
+    for label, other, target in targets:
         if other in rates:
-            rows.append(
-                ratio_row(
-                    "Load 64-frame clips", label, timing.ratio(rates[A], rates[other]), target
-                )
-            )
+            value = timing.ratio(rates[A], rates[other])
+            rows.append(ratio_row("Load 64-frame clips", label, value, target))
     return rows
 
 
@@ -262,49 +236,59 @@ def build_rows(rates: dict, build_set, scratch: str, size: Size) -> list[Row]:
     return rows
 
 
+def record_files(data_dir: str, config: str) -> list[str]:
+    """The TFRecord shards of a built config."""
+    return sorted(glob.glob(os.path.join(data_dir, "video_tfrecords", config, "*", "*.tfrecord*")))
+
+
+def gzip_ratio(paths: list[str], sample: int) -> float:
+    """Compressed / plain size of the first `sample` bytes of the files, gzip at level 6."""
+    plain = packed = 0
+    for path in paths:
+        compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # 31: gzip framing
+        with open(path, "rb") as f:
+            while plain < sample and (chunk := f.read(min(CHUNK, sample - plain))):
+                plain += len(chunk)
+                packed += len(compressor.compress(chunk))
+        packed += len(compressor.flush())
+        if plain >= sample:
+            break
+    return packed / plain
+
+
 def storage_rows(sets, data_dir: str, raw_dir: str, sample: int) -> list[Row]:
     """Bytes per video, plain and gzipped: JPEG q90 and q75 records, raw uint8 records, mp4s."""
-    raw = (
-        sorted(os.path.join(raw_dir, f) for f in os.listdir(raw_dir))
-        if os.path.isdir(raw_dir)
-        else []
-    )
-    formats = [
-        (storage_bytes.Q90, storage_bytes.record_files(data_dir, "default"), sets["load"].examples),
-        ("JPEG q75 records", storage_bytes.record_files(data_dir, "q75"), sets["q75"].examples),
-        (storage_bytes.RAW, raw, len(raw)),
-        ("source mp4 (H.264)", sets["load"].paths, len(sets["load"].paths)),
-    ]
-    found = [storage_bytes.footprint(name, paths, n, sample) for name, paths, n in formats if paths]
-    mb = lambda size: f"{size / 1e6:.1f} MB"
-    rows = [
-        Row("Storage per video", f.name, f"{mb(f.bytes_per_video)}; gzip {mb(f.gzip_bytes_per_video)}",
-            f"gzip/plain = {f.gzip_ratio:.3f}")
-        for f in found
-    ]  # fmt: skip
-    by_name = {f.name: f for f in found}
-    if storage_bytes.RAW in by_name:
-        q90 = (
-            by_name[storage_bytes.Q90].bytes_per_video / by_name[storage_bytes.RAW].bytes_per_video
-        )
+    raw = sorted(glob.glob(os.path.join(raw_dir, "*")))
+    formats = {
+        Q90: (record_files(data_dir, "default"), sets["load"].examples),
+        "JPEG q75 records": (record_files(data_dir, "q75"), sets["q75"].examples),
+        RAW: (raw, len(raw)),
+        "source mp4 (H.264)": (sets["load"].paths, len(sets["load"].paths)),
+    }
+    rows, per_video = [], {}
+    for name, (paths, videos) in formats.items():
+        if paths:
+            per_video[name] = sum(os.path.getsize(p) for p in paths) / videos
+            packed = gzip_ratio(paths, sample)  # compressed / plain
+            result = f"{per_video[name] / 1e6:.1f} MB; gzip {per_video[name] * packed / 1e6:.1f} MB"
+            rows.append(Row("Storage per video", name, result, f"gzip/plain = {packed:.3f}"))
+    if RAW in per_video:
+        q90 = per_video[Q90] / per_video[RAW]
         rows.append(Row("Storage per video", "", "", f"q90/raw = {q90:.3f}", "<= 0.1", q90))
-    note = f"(gzip level 6, ratio measured on up to {sample >> 20} MB of each format)"
+    note = f"(gzip level {GZIP_LEVEL}, ratio measured on up to {sample >> 20} MB of each format)"
     return rows + [Row("Storage per video", note)]
 
 
 def main() -> None:
     """Runs every section and prints the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a ~2 minute smoke run")
+    parser = arguments(__doc__, "overview")
     parser.add_argument("--manual_dir", help="take the load and build videos from these manifests")
     parser.add_argument("--real", action="store_true", help="real footage (bikes.mp4 windows)")
-    here = os.path.dirname(os.path.abspath(__file__))
-    parser.add_argument("--out", default=os.path.join(here, "out", "overview"), help="work folder")
     args = parser.parse_args()
     if args.real:
         import real_footage
 
-        args.manual_dir = real_footage.kinetics_like_set(os.path.join(here, "out", "real"))
+        args.manual_dir = real_footage.kinetics_like_set(os.path.join(timing.HERE, "out", "real"))
     size = SIZES["quick" if args.quick else "full"]
     start = time.perf_counter()
     scratch, data_dir, raw_dir = (os.path.join(args.out, f) for f in ("scratch", "data", "raw"))
@@ -316,11 +300,14 @@ def main() -> None:
     storage = storage_rows(sets, data_dir, raw_dir, size.gzip_sample)
     build = build_rows(build_section(sets["build"], scratch, size), sets["build"], scratch, size)
     title = (
-        f"video_tfrecords overview, {datetime.datetime.now():%Y-%m-%d %H:%M}, nproc={os.cpu_count()}, "
-        f"{platform.machine()}, {'quick' if args.quick else 'full'} run, "
+        f"video_tfrecords overview, {datetime.datetime.now():%Y-%m-%d %H:%M}, "
+        f"nproc={os.cpu_count()}, {platform.machine()}, {'quick' if args.quick else 'full'} run, "
         f"{(time.perf_counter() - start) / 60:.1f} min"
     )
-    print(f"### {title}\n\n{markdown(load_rows(load) + build + storage)}")
+    header = ["Benchmark", "Variant", "Result", "Ratio (median, min-max over reps)", "Target"]
+    rows = [row.cells() for row in load_rows(load) + build + storage]
+    print(f"### {title}\n")
+    print("\n".join(timing.table([*header, "Status"], rows)))
 
 
 if __name__ == "__main__":

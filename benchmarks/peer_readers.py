@@ -1,22 +1,14 @@
-"""The readers of the peer table, each run in a worker process of its own, on one core.
+"""The readers of peers and recipes, each in a worker process of its own, pinned to one CPU.
 
     python benchmarks/peer_readers.py READER --cpu N     # then JSON lines on stdin
 
-The worker pins itself to CPU N before importing anything heavy, limits every
-library to one thread, and answers one JSON line per request:
-
-- {"op": "open", "job": {...}}: opens the videos (mp4 readers: container,
-  index) or the dataset pipeline (pulling its first clip); answers the CPU
-  seconds that took (start-up, reported apart from clips).
-- {"op": "run", "job": {...}, "save": DIR or null}: reads the job's clips once;
-  answers the CPU seconds of decoding and, with job["resize"], of resizing the
-  clips to that (h, w). With `save`, each clip is written (untimed) as
-  DIR/NAME.npy in RGB, for the parent to check against a reference decode.
-
-CPU time is the process's (all threads), so a reader gains nothing from
-threads it might start: the numbers are CPU ms per clip on one core.
-Imports are per reader: TorchCodec's worker runs in another Python (see
-peers.py --torchcodec_python), which needs only NumPy, OpenCV and TorchCodec.
+Every library runs one thread. One JSON answer per request line: {"op": "open", "job": {...}}
+opens the videos (mp4 readers: container, index) or the pipeline (pulling its first clip) and
+answers its CPU seconds (start-up); {"op": "run", "job": {...}, "save": DIR or null} reads the
+job's clips once and answers the CPU seconds of decoding and, with job["resize"], of resizing
+to that (h, w); with `save`, each clip goes (untimed) to DIR/NAME.npy in RGB for checking.
+CPU time is the process's (all threads). TorchCodec's worker may run in another Python (peers.py
+--torchcodec_python), which needs only NumPy, OpenCV, torch and TorchCodec.
 """
 
 from __future__ import annotations
@@ -29,7 +21,8 @@ import os
 import sys
 import time
 
-from timing import settled
+from build_child import resize
+from timing import pin, settled
 
 READERS = ("tf", "tf_free", "pyav", "opencv", "decord", "torchcodec")
 # What each reader imports: a worker that cannot import it says so and stops.
@@ -44,26 +37,15 @@ REQUIRES = {
 GRAB_LIMIT = 32  # OpenCV: frames to skip by grab() before a seek is cheaper (see OpenCvReader)
 
 
-def pin(cpu: int) -> None:
-    """Runs this process (and every thread it starts later) on one CPU, single-threaded."""
-    os.sched_setaffinity(0, {cpu})
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[name] = "1"
-
-
 def shrink(clip, size):
-    """A clip's frames brought down to (h, w) as the builder does: area averaging for a
-    reduction of 2x or more, else bilinear (OpenCV, one thread)."""
+    """A clip's frames brought down to (h, w) as the builder does (OpenCV, one thread)."""
     import cv2
     import numpy as np
 
     cv2.setNumThreads(1)
-    height, width = size
-    strong = height * 2 <= clip.shape[1] or width * 2 <= clip.shape[2]
-    interpolation = cv2.INTER_AREA if strong else cv2.INTER_LINEAR
-    out = np.empty((len(clip), height, width, clip.shape[-1]), np.uint8)
+    out = np.empty((len(clip), *size, clip.shape[-1]), np.uint8)
     for i, frame in enumerate(clip):
-        cv2.resize(frame, (width, height), dst=out[i], interpolation=interpolation)
+        resize(frame, size, dst=out[i])
     return out
 
 
@@ -334,10 +316,7 @@ class TfFreeReader:
             i = self.positions[job["key"]] % len(source)
             self.positions[job["key"]] = i + 1
             example = source[i]
-            filename = example["filename"]
-            if isinstance(filename, bytes):
-                filename = filename.decode()
-            yield str(filename), example["video"]
+            yield _text(example["filename"]), example["video"]
 
 
 def make_reader(name: str):
@@ -453,7 +432,9 @@ def main() -> None:
     parser.add_argument("reader", choices=READERS)
     parser.add_argument("--cpu", type=int, required=True)
     args = parser.parse_args()
-    pin(args.cpu)
+    pin({args.cpu})
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = "1"
     # Replies go to the real stdout; anything the libraries print goes to stderr.
     sys.stdout = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)

