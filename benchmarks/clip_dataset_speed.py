@@ -1,16 +1,12 @@
 """`clip_dataset` per core against the JPEG-decode limit and the old TF path, and on 2 cores.
 
-    python benchmarks/run.py clip_dataset            # ~6 min on 2 cores, data included
-    python benchmarks/run.py clip_dataset --quick    # ~1 min
-    python benchmarks/run.py clip_dataset --manual_dir DIR   # your videos (DIR/train.txt)
+    python benchmarks/run.py clip_dataset [--quick] [--manual_dir DIR]   # DIR: your train.txt
 
-Data: synthetic 340x256 videos of 250 frames, each listed 4 times, `default` build. Each reader
-runs in its own pinned process, all on one core, taking turns: the limit (simplejpeg decoding
-each clip's JPEGs from bytes in memory, nothing else); clip_dataset re-reading (one long-lived
-pipeline) and reading for the first time (a new pipeline each turn, one epoch, timed from its
-second batch); the old TF path (`tfds.load` + `ClipDecoder`). A turn is charged all the CPU time
-of its process since its last turn (tf.data's background work included). Then clips/s of wall
-time on both cores against one, clip_dataset against the old path as a new user runs it, and the
+Readers take turns on one core, each in its own pinned process, charged all its CPU time since
+its last turn: the limit (simplejpeg decoding the clip's JPEGs held in memory, nothing else);
+clip_dataset re-reading (one long-lived pipeline) and reading records for the first time (a new
+pipeline each turn, timed from its second batch); the old TF path (`tfds.load` + ClipDecoder).
+Then clips/s on both cores against one, against the old path as a new user runs it, and the
 time per clip the read threads hold the GIL.
 """
 
@@ -21,7 +17,7 @@ import os
 import time
 from functools import partial
 
-import build_runs
+import builds
 import video_sets
 from timing import arguments, interleave, log, median, one_cpu, pin, ratio, settled, table
 
@@ -52,7 +48,7 @@ def dataset(args) -> tuple[str, int, str]:
         origin = f"({videos} videos x {FRAMES} frames, each 4 times)"
     if not os.path.isdir(os.path.join(data_dir, "video_tfrecords", "default")):
         log(f"building {manual_dir} in {data_dir}")
-        build_runs.build_dataset(manual_dir, data_dir)
+        builds.build_dataset(manual_dir, data_dir)
     source = ClipSource("train", data_dir=data_dir, num_frames=1)
     height, width = source[0]["video"].shape[1:3]
     return data_dir, len(source), f"{len(source)} records of {width}x{height} {origin}"
@@ -304,7 +300,8 @@ def main():
         times = per_core(data_dir, num_frames, args.stride, rounds, 4 * records)
         m = {kind: median(values) for kind, values in times.items()}
         rows.append([
-            f"{num_frames} frames", *(f"{m[kind]:.2f}" for kind in ("limit", "new", "first", "old")),
+            f"{num_frames} frames",
+            *(f"{m[kind]:.2f}" for kind in ("limit", "new", "first", "old")),
             ratio(times["limit"], times["new"]), ratio(times["limit"], times["first"]),
             ratio(times["old"], times["new"]), ratio(times["old"], times["first"]),
         ])  # fmt: skip

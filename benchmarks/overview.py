@@ -1,9 +1,6 @@
 """Overview: loading clips (tfds.load + ClipDecoder vs the alternatives), build speed, storage.
 
-    python benchmarks/run.py overview            # full run (< 10 min on 2 cores, data included)
-    python benchmarks/run.py overview --quick    # smoke run (~2 min)
-    python benchmarks/run.py overview --real     # real footage (bikes.mp4 windows, via pip)
-    python benchmarks/run.py overview --manual_dir DIR   # your videos instead
+    python benchmarks/run.py overview [--quick] [--real | --manual_dir DIR]
 
 Loading 64-frame clips against TFDS's full decode, mp4 seeks, raw frames and the JPEG-decode
 bound; build throughput against its bound on one core and on all; bytes per video of each
@@ -22,10 +19,10 @@ import zlib
 from dataclasses import dataclass
 from functools import partial
 
-import build_runs
+import builds
 import timing
 import video_sets
-from timing import Stream, arguments, log
+from timing import arguments, log
 
 NUM_FRAMES = 64
 SHORT_SIDE, QUALITY = 256, 90  # the default config's
@@ -130,7 +127,7 @@ def build_load_datasets(sets: dict, data_dir: str) -> None:
     """The load set under the default config (q90), its videos once at q75; built afresh."""
     shutil.rmtree(data_dir, ignore_errors=True)
     for name, config in (("load", "default"), ("q75", {"name": "q75", "jpeg_quality": 75})):
-        build_runs.build_dataset(sets[name].manual_dir, data_dir, config)
+        builds.build_dataset(sets[name].manual_dir, data_dir, config)
         log(f"built {config}: {sets[name].examples} examples")
 
 
@@ -141,23 +138,20 @@ def load_section(load_set, data_dir: str, raw_dir: str, size: Size) -> dict[str,
     """Interleaved clips/s of every loading variant."""
     import overview_loaders as loaders  # TensorFlow, only here
 
-    def fresh(make, *args, **kwargs):
-        return Stream(lambda: iter(make(*args, **kwargs)))
+    def rate(make, *args):
+        """Measures clips/s of a new iterator over `make(*args)` (a dataset or a generator)."""
+        return partial(timing.items_per_second, lambda: iter(make(*args)), 2, size.seconds, 4)
 
     videos = loaders.stored_frames(data_dir, "default", size.load_videos)
-    streams = {
-        A: fresh(loaders.clip_decoder, data_dir, "default", NUM_FRAMES),
-        B: fresh(loaders.full_decode, data_dir, "default", NUM_FRAMES),
-        C: Stream(partial(loaders.opencv_seek, load_set.paths, NUM_FRAMES, os.cpu_count())),
-        D: fresh(loaders.jpeg_bound, videos, NUM_FRAMES),
+    measures = {
+        A: rate(loaders.clip_decoder, data_dir, "default", NUM_FRAMES),
+        B: rate(loaders.full_decode, data_dir, "default", NUM_FRAMES),
+        C: rate(loaders.opencv_seek, load_set.paths, NUM_FRAMES, os.cpu_count()),
+        D: rate(loaders.jpeg_bound, videos, NUM_FRAMES),
     }
     if loaders.fits_in_memory(videos):
-        streams[E] = fresh(
-            loaders.raw_frames, loaders.write_raw_records(videos, raw_dir), NUM_FRAMES
-        )
-    measures = {
-        name: partial(timing.stream_rate, s, 2, size.seconds, 4) for name, s in streams.items()
-    }
+        raw = loaders.write_raw_records(videos, raw_dir)
+        measures[E] = rate(loaders.raw_frames, raw, NUM_FRAMES)
     log(f"loading: {len(measures)} variants x {size.reps} reps")
     return timing.interleave(measures, size.reps)
 
@@ -178,16 +172,16 @@ def load_rows(rates: dict[str, list[float]]) -> list[Row]:
     return rows
 
 
-def build_section(build_set, scratch: str, size: Size) -> dict[str, list[build_runs.Rate]]:
+def build_section(build_set, scratch: str, size: Size) -> dict[str, list[builds.Rate]]:
     """Interleaved videos/s of the builder and the bound, on one core and on all."""
     videos, count = build_set.paths, len(build_set.paths)
-    build = partial(build_runs.build_rate, build_set.manual_dir)
+    build = partial(builds.build_rate, build_set.manual_dir)
     measures = {
-        BOUND_1: partial(build_runs.bound_one_core, videos, SHORT_SIDE, QUALITY),
+        BOUND_1: partial(builds.bound_one_core, videos, SHORT_SIDE, QUALITY),
         BUILD_1: partial(
             build, os.path.join(scratch, "build1"), {"name": "w1", "num_workers": 1}, count, True
         ),
-        BOUND_N: partial(build_runs.bound_parallel, videos, SHORT_SIDE, QUALITY, os.cpu_count()),
+        BOUND_N: partial(builds.bound_parallel, videos, SHORT_SIDE, QUALITY, os.cpu_count()),
         BUILD_N: partial(
             build, os.path.join(scratch, "buildn"), {"name": "w0", "num_workers": 0}, count, False
         ),
@@ -221,14 +215,14 @@ def build_rows(rates: dict, build_set, scratch: str, size: Size) -> list[Row]:
     rows += [
         ratio_row("Build", label, timing.ratio(a, b), target) for label, a, b, target in ratios
     ]
-    pool = build_runs.pool_start_seconds(os.cpu_count())
+    pool = builds.pool_start_seconds(os.cpu_count())
     rows.append(
         Row("Build", f"start-up of the {os.cpu_count()} build workers", f"{pool:.2f} s per build")
     )
     if size.cli:
         count = len(build_set.paths)
         config = {"name": "cli", "num_workers": 0}
-        cli = build_runs.cli_build_seconds(
+        cli = builds.cli_build_seconds(
             build_set.manual_dir, os.path.join(scratch, "cli"), config
         )
         variant = "`tfds build` CLI, num_workers=0: wall incl. imports"
@@ -286,9 +280,7 @@ def main() -> None:
     parser.add_argument("--real", action="store_true", help="real footage (bikes.mp4 windows)")
     args = parser.parse_args()
     if args.real:
-        import real_footage
-
-        args.manual_dir = real_footage.kinetics_like_set(os.path.join(timing.HERE, "out", "real"))
+        args.manual_dir = video_sets.kinetics_like_set(os.path.join(timing.HERE, "out", "real"))
     size = SIZES["quick" if args.quick else "full"]
     start = time.perf_counter()
     scratch, data_dir, raw_dir = (os.path.join(args.out, f) for f in ("scratch", "data", "raw"))

@@ -1,4 +1,5 @@
-"""The overview's clip loaders: ClipDecoder, TFDS's full decode, OpenCV seeks, raw frames, the JPEG bound."""
+"""The overview's clip loaders: ClipDecoder, TFDS's full decode, OpenCV seeks, raw frames, and
+the JPEG bound."""
 
 from __future__ import annotations
 

