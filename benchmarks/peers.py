@@ -137,13 +137,13 @@ def start_workers(pythons: dict, cpu: int, logs: str) -> tuple[dict, dict]:
     return workers, unavailable
 
 
-def build_datasets(sets, out: str, rebuild: bool = False) -> dict:
+def build_datasets(sets, out: str) -> dict:
     """A data dir per source set (built with the `default` config unless already built)."""
     data_dirs = {
         s.name: os.path.join(out, "data", os.path.relpath(s.manual_dir, out)) for s in sets
     }
     for s in sets:
-        if rebuild or not built_version(data_dirs[s.name]):
+        if not built_version(data_dirs[s.name]):
             log(f"building {s.name}")
             shutil.rmtree(data_dirs[s.name], ignore_errors=True)
             builds.build_dataset(s.manual_dir, data_dirs[s.name])
@@ -396,7 +396,6 @@ def main() -> None:
     parser.add_argument("--videos", type=int, help="videos per source set (default 6)")
     parser.add_argument("--readers", nargs="*", default=list(OURS + MP4_READERS))
     parser.add_argument("--cpu", type=int, default=one_cpu())
-    parser.add_argument("--rebuild", action="store_true", help="rebuild datasets built before")
     parser.add_argument(
         "--torchcodec_python",
         help="a Python whose TorchCodec works (default: $TORCHCODEC_PYTHON, else this one)",
@@ -412,7 +411,7 @@ def main() -> None:
         layouts = [(h, w, g) for h, w in ((256, 340), (720, 1280)) for g in (32, 250)]
         frames = 250
     sets = peer_sources.make_sets(args.out, layouts, videos, frames, args.real)
-    data_dirs = build_datasets(sets, args.out, args.rebuild)
+    data_dirs = build_datasets(sets, args.out)
     spec_of = {recipe: partial(recipe_spec, recipe) for recipe in RECIPES}
     datasets = [plan_dataset(s, data_dirs[s.name], spec_of) for s in sets]
     pythons = {reader: sys.executable for reader in args.readers}
