@@ -73,39 +73,29 @@ def build_dataset(manual_dir: str, data_dir: str, config: str | dict = "default"
     return run_child("build", *build_args(manual_dir, data_dir, config))
 
 
+def bound_args(videos: list[str], short_side: int, quality: int) -> list[str]:
+    """The options of a bound measurement, OpenCV single-threaded (as the build's workers)."""
+    options = ["--cv_threads=1", f"--short_side={short_side}", f"--quality={quality}"]
+    return [*options, "--videos", *videos]
+
+
 def bound_one_core(videos: list[str], short_side: int, quality: int) -> Rate:
-    """Videos/s of the bound on one pinned core, OpenCV single-threaded."""
-    result = run_child(
-        "bound",
-        f"--cpu={one_cpu()}",
-        "--cv_threads=1",
-        f"--short_side={short_side}",
-        f"--quality={quality}",
-        "--videos",
-        *videos,
-    )
+    """Videos/s of the bound on one pinned core."""
+    result = run_child("bound", f"--cpu={one_cpu()}", *bound_args(videos, short_side, quality))
     rate = result["videos"] / (result["end"] - result["start"])
     return Rate(rate, rate)
 
 
 def bound_parallel(videos: list[str], short_side: int, quality: int, processes: int) -> Rate:
     """Videos/s of the bound in `processes` processes at once, each on its share of the videos."""
-    shares = [videos[i::processes] for i in range(processes)]
     children = [
         subprocess.Popen(
-            child_command(
-                "bound",
-                "--cv_threads=1",  # as the build's workers
-                f"--short_side={short_side}",
-                f"--quality={quality}",
-                "--videos",
-                *share,
-            ),
+            child_command("bound", *bound_args(videos[i::processes], short_side, quality)),
             env=child_env(),
             stdout=subprocess.PIPE,
             text=True,
         )
-        for share in shares
+        for i in range(processes)
     ]
     results = [json.loads(child.communicate()[0].strip().splitlines()[-1]) for child in children]
     wall = max(r["end"] for r in results) - min(r["start"] for r in results)
@@ -114,11 +104,9 @@ def bound_parallel(videos: list[str], short_side: int, quality: int, processes: 
 
 def build_rate(manual_dir: str, data_dir: str, config: dict, videos: int, one_core: bool) -> Rate:
     """Videos/s of `download_and_prepare` into a fresh data dir (pinned to one core if asked).
-
-    Steady state: videos done between the first and the last video's result,
-    over that time. With w workers, w videos are under way at the first
-    result, so about `videos - w` videos of work fill that time.
-    """
+    Steady state: videos done between the first and the last video's result, over that time. With w
+    workers, w videos are under way at the first result, so about `videos - w` videos of work fill
+    that time."""
     shutil.rmtree(data_dir, ignore_errors=True)
     pinning = [f"--cpu={one_cpu()}", "--cv_threads=1"] if one_core else []
     result = run_child("build", *build_args(manual_dir, data_dir, config), *pinning)
@@ -158,11 +146,9 @@ def cli_build_seconds(manual_dir: str, data_dir: str, config: dict) -> float:
 
 
 def build(manual_dir: str, data_dir: str, config: str | dict) -> dict:
-    """Times `builder.download_and_prepare` (imports excluded) of a named or custom config.
-
-    Also stamps each video as the build process takes its result, to tell
-    start-up and wrap-up from steady work.
-    """
+    """Times `builder.download_and_prepare` (imports excluded) of a named or custom config. Also
+    stamps each video as the build process takes its result, to tell start-up and wrap-up from
+    steady work."""
     import tensorflow_datasets as tfds
 
     import video_tfrecords

@@ -183,10 +183,9 @@ READERS = {
 
 
 def per_core(data_dir, num_frames, stride, rounds, clips) -> dict[str, list[float]]:
-    """ms of CPU per clip, per reader, round by round (readers taking turns on one core).
-
-    A turn is `clips` clips (an epoch: the warm-up turn makes every later read of the
-    long-lived pipelines a re-read)."""
+    """ms of CPU per clip, per reader, round by round (readers taking turns on one core). A turn is
+    `clips` clips (an epoch: the warm-up turn makes every later read of the long-lived pipelines a
+    re-read)."""
     context = multiprocessing.get_context("spawn")
     processes, connections = {}, {}
     for kind in READERS:

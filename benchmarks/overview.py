@@ -65,31 +65,19 @@ SIZES = {
 }
 
 
-@dataclass(frozen=True)
-class Row:
-    """One line of the table; `target` (">= 0.9") is checked against `value` when given."""
-
-    benchmark: str
-    variant: str
-    result: str = ""
-    ratio: str = ""
-    target: str = ""
-    value: float = 0.0
-
-    def cells(self) -> list[str]:
-        """The row's cells, with PASS or FAIL when it has a target."""
-        status = ""
-        if self.target:
-            op, threshold = self.target.split()
-            limit = float(threshold)
-            passed = self.value >= limit if op == ">=" else self.value <= limit
-            status = "PASS" if passed else "FAIL"
-        return [self.benchmark, self.variant, self.result, self.ratio, self.target, status]
+def row(benchmark: str, variant: str, result="", ratio="", target="", value=0.0) -> list[str]:
+    """A line of the table; with a `target` (">= 0.9"), PASS or FAIL for `value`."""
+    status = ""
+    if target:
+        op, threshold = target.split()
+        passed = value >= float(threshold) if op == ">=" else value <= float(threshold)
+        status = "PASS" if passed else "FAIL"
+    return [benchmark, variant, result, ratio, target, status]
 
 
-def ratio_row(benchmark: str, label: str, value: timing.Ratio, target: str = "") -> Row:
+def ratio_row(benchmark: str, label: str, value: timing.Ratio, target: str = "") -> list[str]:
     """A row holding one ratio, checked against `target` when given."""
-    return Row(benchmark, "", "", f"{label} = {value}", target, value.median)
+    return row(benchmark, "", "", f"{label} = {value}", target, value.median)
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -156,14 +144,14 @@ def load_section(load_set, data_dir: str, raw_dir: str, size: Size) -> dict[str,
     return timing.interleave(measures, size.reps)
 
 
-def load_rows(rates: dict[str, list[float]]) -> list[Row]:
+def load_rows(rates: dict[str, list[float]]) -> list[list[str]]:
     """Every variant's rate, and (a) against the others."""
     rows = []
     for name in (A, B, C, D, E):
         if name in rates:
             rate = timing.median(rates[name])
             result = f"{rate:.1f} clips/s = {rate * NUM_FRAMES:.0f} frames/s"
-            rows.append(Row("Load 64-frame clips", name, result))
+            rows.append(row("Load 64-frame clips", name, result))
     targets = (("a/d", D, ">= 0.9"), ("a/b", B, ">= 3"), ("a/c", C, ">= 3"), ("a/e", E, ""))
     for label, other, target in targets:
         if other in rates:
@@ -190,7 +178,7 @@ def build_section(build_set, scratch: str, size: Size) -> dict[str, list[builds.
     return timing.interleave(measures, size.build_reps)
 
 
-def build_rows(rates: dict, build_set, scratch: str, size: Size) -> list[Row]:
+def build_rows(rates: dict, build_set, scratch: str, size: Size) -> list[list[str]]:
     """Rates, the two targets, and start-up costs (measured here, after the rates)."""
     total = {name: [r.total for r in results] for name, results in rates.items()}
     steady = {name: [r.steady for r in results] for name, results in rates.items()}
@@ -199,7 +187,7 @@ def build_rows(rates: dict, build_set, scratch: str, size: Size) -> list[Row]:
         result = f"{timing.median(total[name]):.2f} videos/s"
         if name in (BUILD_1, BUILD_N):
             result += f"; steady state {timing.median(steady[name]):.2f}"
-        rows.append(Row("Build", name, result))
+        rows.append(row("Build", name, result))
     ratios = [
         ("single/bound (1 core)", total[BUILD_1], total[BOUND_1], ">= 0.8"),
         ("parallel/single", total[BUILD_N], total[BUILD_1], ">= 1.7"),
@@ -217,7 +205,7 @@ def build_rows(rates: dict, build_set, scratch: str, size: Size) -> list[Row]:
     ]
     pool = builds.pool_start_seconds(os.cpu_count())
     rows.append(
-        Row("Build", f"start-up of the {os.cpu_count()} build workers", f"{pool:.2f} s per build")
+        row("Build", f"start-up of the {os.cpu_count()} build workers", f"{pool:.2f} s per build")
     )
     if size.cli:
         count = len(build_set.paths)
@@ -226,7 +214,7 @@ def build_rows(rates: dict, build_set, scratch: str, size: Size) -> list[Row]:
             build_set.manual_dir, os.path.join(scratch, "cli"), config
         )
         variant = "`tfds build` CLI, num_workers=0: wall incl. imports"
-        rows.append(Row("Build", variant, f"{cli:.1f} s for {count} videos = {count / cli:.2f}/s"))
+        rows.append(row("Build", variant, f"{cli:.1f} s for {count} videos = {count / cli:.2f}/s"))
     return rows
 
 
@@ -250,7 +238,7 @@ def gzip_ratio(paths: list[str], sample: int) -> float:
     return packed / plain
 
 
-def storage_rows(sets, data_dir: str, raw_dir: str, sample: int) -> list[Row]:
+def storage_rows(sets, data_dir: str, raw_dir: str, sample: int) -> list[list[str]]:
     """Bytes per video, plain and gzipped: JPEG q90 and q75 records, raw uint8 records, mp4s."""
     raw = sorted(glob.glob(os.path.join(raw_dir, "*")))
     formats = {
@@ -265,12 +253,12 @@ def storage_rows(sets, data_dir: str, raw_dir: str, sample: int) -> list[Row]:
             per_video[name] = sum(os.path.getsize(p) for p in paths) / videos
             packed = gzip_ratio(paths, sample)  # compressed / plain
             result = f"{per_video[name] / 1e6:.1f} MB; gzip {per_video[name] * packed / 1e6:.1f} MB"
-            rows.append(Row("Storage per video", name, result, f"gzip/plain = {packed:.3f}"))
+            rows.append(row("Storage per video", name, result, f"gzip/plain = {packed:.3f}"))
     if RAW in per_video:
         q90 = per_video[Q90] / per_video[RAW]
-        rows.append(Row("Storage per video", "", "", f"q90/raw = {q90:.3f}", "<= 0.1", q90))
+        rows.append(row("Storage per video", "", "", f"q90/raw = {q90:.3f}", "<= 0.1", q90))
     note = f"(gzip level {GZIP_LEVEL}, ratio measured on up to {sample >> 20} MB of each format)"
-    return rows + [Row("Storage per video", note)]
+    return rows + [row("Storage per video", note)]
 
 
 def main() -> None:
@@ -297,7 +285,7 @@ def main() -> None:
         f"{(time.perf_counter() - start) / 60:.1f} min"
     )
     header = ["Benchmark", "Variant", "Result", "Ratio (median, min-max over reps)", "Target"]
-    rows = [row.cells() for row in load_rows(load) + build + storage]
+    rows = load_rows(load) + build + storage
     print(f"### {title}\n")
     print("\n".join(timing.table([*header, "Status"], rows)))
 

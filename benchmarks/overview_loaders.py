@@ -63,12 +63,9 @@ def clip_starts(lengths: list[int], num_frames: int, count: int, seed: int = 0) 
 
 
 def jpeg_bound(videos: list[list[bytes]], num_frames: int, clips: int = 4096) -> tf.data.Dataset:
-    """(d) Exactly a clip's JPEGs, held in memory, decoded with all cores.
-
-    Each clip is one tf.data element holding `num_frames` independent
-    decode_jpeg ops (the executor runs them in parallel); a parallel map
-    decodes several clips at once. (Faster here than one element per frame.)
-    """
+    """(d) Exactly a clip's JPEGs, held in memory, decoded with all cores. Each clip is one tf.data
+    element holding `num_frames` independent decode_jpeg ops (the executor runs them in parallel); a
+    parallel map decodes several clips at once. (Faster here than one element per frame.)"""
     offsets = np.cumsum([0] + [len(v) for v in videos])
     frames = tf.constant([f for video in videos for f in video])
     starts = clip_starts([len(v) for v in videos], num_frames, clips)
@@ -125,10 +122,8 @@ def raw_frames(paths: list[str], num_frames: int) -> tf.data.Dataset:
 
 
 def opencv_seek(paths: list[str], num_frames: int, workers: int):
-    """(c) Clips read straight from the mp4s: seek with CAP_PROP_POS_FRAMES, decode, BGR->RGB.
-
-    A generator; `workers` threads read clips concurrently (OpenCV releases the GIL).
-    """
+    """(c) Clips read straight from the mp4s: seek with CAP_PROP_POS_FRAMES, decode, BGR->RGB. A
+    generator; `workers` threads read clips concurrently (OpenCV releases the GIL)."""
     lengths = [frame_count(p) for p in paths]
     starts = iter(clip_starts(lengths, num_frames, 10**6))
     with ThreadPoolExecutor(workers) as pool:

@@ -71,13 +71,10 @@ class Mp4Reader:
 
 
 class PyAvReader(Mp4Reader):
-    """PyAV: seek to the keyframe before a wanted frame, decode forward, keep the wanted frames.
-
-    It seeks again only when a keyframe lies between the last decoded frame
-    and the next wanted one (then seeking is cheaper than decoding on), as a
-    careful user would. The index (display order of packet timestamps,
-    keyframes) is built once per video by demuxing, which reads no pixels.
-    """
+    """PyAV: seek to the keyframe before a wanted frame, decode forward, keep the wanted frames. It
+    seeks again only when a keyframe lies between the last decoded frame and the next wanted one
+    (then seeking is cheaper than decoding on), as a careful user would. The index (display order of
+    packet timestamps, keyframes) is built once per video by demuxing, which reads no pixels."""
 
     def open_video(self, path: str) -> dict:
         import av
@@ -127,12 +124,9 @@ class PyAvReader(Mp4Reader):
 
 
 class OpenCvReader(Mp4Reader):
-    """OpenCV's VideoCapture: `CAP_PROP_POS_FRAMES` seek, then read.
-
-    A wanted frame at most GRAB_LIMIT frames ahead is reached with grab()
-    (decode without colour conversion) instead of a seek, which would decode
-    again from the keyframe. Frames stay BGR, as OpenCV gives them.
-    """
+    """OpenCV's VideoCapture: `CAP_PROP_POS_FRAMES` seek, then read. A wanted frame at most
+    GRAB_LIMIT frames ahead is reached with grab() (decode without colour conversion) instead of a
+    seek, which would decode again from the keyframe. Frames stay BGR, as OpenCV gives them."""
 
     bgr = True
 
@@ -205,16 +199,13 @@ class ClipStream:
 
 
 class TfReader:
-    """This project through TensorFlow: `clip_dataset` (tf.data over ClipSource).
-
-    One ordered pass after another (`training=False`, mode and crop as the
-    job asks), so clip k of the stream is example k % N of epoch k // N; with
-    a seed, epoch e's clips are those of `ClipSource(seed).set_epoch(e)`, the
-    clips peers.py planned for epoch 0. A batch is one pass (the job's
-    count). tf.data decodes the next batch in the background while the pass
-    is handed out, so a pass is charged all the process's CPU time from the
-    end of the previous one (`background`), once the background work is done.
-    """
+    """This project through TensorFlow: `clip_dataset` (tf.data over ClipSource). One ordered pass
+    after another (`training=False`, mode and crop as the job asks), so clip k of the stream is
+    example k % N of epoch k // N; with a seed, epoch e's clips are those of
+    `ClipSource(seed).set_epoch(e)`, the clips peers.py planned for epoch 0. A batch is one pass
+    (the job's count). tf.data decodes the next batch in the background while the pass is handed
+    out, so a pass is charged all the process's CPU time from the end of the previous one
+    (`background`), once the background work is done."""
 
     bgr = False
     background = True
@@ -323,12 +314,9 @@ READERS = {
 
 def torchvision_transform(name: str | None):
     """A clip's training transform with torchvision (v2, one thread), as a trainer on mp4 does.
-
-    "jitter_crop_flip": short side drawn from 256..320, random 224 crop, flip
-    (PySlowFast's training recipe); "resized_crop": RandomResizedCrop 224,
-    area (0.08, 1), aspect (3/4, 4/3) (MViT, VideoMAE). Clips are [T, H, W, 3]
-    arrays; one draw per clip, shared by its frames.
-    """
+    "jitter_crop_flip": short side drawn from 256..320, random 224 crop, flip (PySlowFast's training
+    recipe); "resized_crop": RandomResizedCrop 224, area (0.08, 1), aspect (3/4, 4/3) (MViT,
+    VideoMAE). Clips are [T, H, W, 3] arrays; one draw per clip, shared by its frames."""
     if name is None:
         return None
     import torch
@@ -352,12 +340,10 @@ def torchvision_transform(name: str | None):
 
 
 def run(reader, job: dict, save: str | None) -> dict:
-    """Reads the job's clips once: CPU seconds of decoding and of resizing, clip count.
-
-    For a reader that works in the background (`background`), decoding is
-    everything the process did since it last settled (the end of its previous
-    pass or open: the work a pass leaves in the background is its own), less
-    resizing and saving."""
+    """Reads the job's clips once: CPU seconds of decoding and of resizing, clip count. For a reader
+    that works in the background (`background`), decoding is everything the process did since it
+    last settled (the end of its previous pass or open: the work a pass leaves in the background is
+    its own), less resizing and saving."""
     import numpy as np
 
     decode = resize = saving = 0.0

@@ -132,10 +132,8 @@ def make_sets(
     num_frames: int,
     real: bool,
 ) -> list[SourceSet]:
-    """The source sets, one per (height, width, GOP); encodes only videos not made before.
-
-    The sets of one size share their frames (each GOP is an encoding of the same video).
-    """
+    """The source sets, one per (height, width, GOP); encodes only videos not made before. The sets
+    of one size share their frames (each GOP is an encoding of the same video)."""
     kind = "real" if real else "natural"
 
     def path(height, gop, i):

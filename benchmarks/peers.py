@@ -159,9 +159,8 @@ def built_version(data_dir: str) -> str | None:
 
 
 def plan_dataset(sources, data_dir: str, spec_of) -> Dataset:
-    """Plans every recipe's clip of every stored video, as the readers' epoch 0 (one read of
-    each record). `spec_of`: recipe -> function of a video's length giving its ClipDecoder
-    arguments."""
+    """Plans every recipe's clip of every stored video, as the readers' epoch 0 (one read of each
+    record). `spec_of`: recipe -> function of a video's length giving its ClipDecoder arguments."""
     import cv2
 
     import video_tfrecords

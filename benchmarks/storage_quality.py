@@ -69,9 +69,7 @@ def decode_each(encoded: list[bytes]) -> None:
 
 def h264_roundtrip(frames: np.ndarray, folder: str, name: str) -> tuple[float, float, float]:
     """(bytes per frame, PSNR, worst frame's PSNR) of the frames as libx264 CRF 23 preset medium.
-
-    4:2:0 needs even sizes: an odd last row or column is left out of both sides.
-    """
+    4:2:0 needs even sizes: an odd last row or column is left out of both sides."""
     height, width = (s - s % 2 for s in frames.shape[1:3])
     frames = frames[:, :height, :width]
     path = os.path.join(folder, f"{name}.stored.mp4")

@@ -43,10 +43,8 @@ class VideoSet:
 
 
 def video_set(manual_dir: str, paths: list[str], copies: int = 1) -> VideoSet:
-    """Writes manual_dir/train.txt listing each path `copies` times, through symlinks.
-
-    Copies make epochs longer than a batch without making more videos.
-    """
+    """Writes manual_dir/train.txt listing each path `copies` times, through symlinks. Copies make
+    epochs longer than a batch without making more videos."""
     manual_dir = os.path.abspath(manual_dir)  # the manifest lists the links by absolute path
     os.makedirs(manual_dir, exist_ok=True)
     paths = [os.path.abspath(p) for p in paths]
