@@ -158,8 +158,13 @@ def build(manual_dir: str, data_dir: str, config: str | dict) -> dict:
     if isinstance(config, dict):
         config = video_tfrecords.VideoConfig(**config)
     builder = tfds.builder("video_tfrecords", data_dir=data_dir, config=config)
-    done = []
-    examples.report = stamped(examples.report, done)
+    done, report = [], examples.report
+
+    def stamped(*args, **kwargs):
+        done.append(time.perf_counter())
+        return report(*args, **kwargs)
+
+    examples.report = stamped
     cpu_before = cpu_seconds()
     start = time.perf_counter()
     builder.download_and_prepare(
@@ -183,17 +188,6 @@ def cpu_seconds() -> tuple[float, float]:
         resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
     )
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
-
-
-def stamped(function, stamps: list):
-    """`function`, appending time.perf_counter() to `stamps` at each call."""
-
-    def wrapper(*args, **kwargs):
-        """Stamps, then calls."""
-        stamps.append(time.perf_counter())
-        return function(*args, **kwargs)
-
-    return wrapper
 
 
 def bound(videos: list[str], short_side: int, quality: int) -> dict:

@@ -25,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 HEIGHT, WIDTH, FRAMES = 256, 340, 250
 BATCH = 8
+LENGTHS, STRIDE = (16, 64), 2  # clips of 16 and 64 frames at stride 2
 SEED = 7
 
 
@@ -284,19 +285,17 @@ def user_child(kind, data_dir, num_frames, stride, batches, connection):
 def main():
     parser = arguments(__doc__, "clip_dataset")
     parser.add_argument("--rounds", type=int, help="default 9 (--quick: 3)")
-    parser.add_argument("--lengths", type=int, nargs="+", default=[16, 64], help="clip lengths")
-    parser.add_argument("--stride", type=int, default=2)
     parser.add_argument("--manual_dir", help="your videos instead: a folder with train.txt")
     args = parser.parse_args()
     rounds = args.rounds or (3 if args.quick else 9)
     batches = 8 if args.quick else 30
     data_dir, records, what = dataset(args)
     pin({one_cpu()})
-    print(f"clip_dataset per core, {what}, stride {args.stride}, batch {BATCH}, {rounds} rounds, "
+    print(f"clip_dataset per core, {what}, stride {STRIDE}, batch {BATCH}, {rounds} rounds, "
           "CPU ms per clip (median)\n")  # fmt: skip
     rows = []
-    for num_frames in args.lengths:
-        times = per_core(data_dir, num_frames, args.stride, rounds, 4 * records)
+    for num_frames in LENGTHS:
+        times = per_core(data_dir, num_frames, STRIDE, rounds, 4 * records)
         m = {kind: median(values) for kind, values in times.items()}
         rows.append([
             f"{num_frames} frames",
@@ -309,13 +308,13 @@ def main():
         "first reads / limit", "re-reads / old", "first reads / old",
     ], rows)))  # fmt: skip
     pin(range(os.cpu_count()))
-    num_frames = args.lengths[0]
+    num_frames = LENGTHS[0]
     cpus = sorted(os.sched_getaffinity(0))
     rates, held, per_clip = {}, [], []
     for _ in range(3):
         for name, on in (("one core", cpus[-1:]), (f"{len(cpus)} cores", cpus)):
             rate, gil, read = in_child(
-                scaling_child, data_dir, num_frames, args.stride, set(on), batches
+                scaling_child, data_dir, num_frames, STRIDE, set(on), batches
             )
             rates.setdefault(name, []).append(rate)
             held.append(gil)
@@ -324,14 +323,12 @@ def main():
     print(f"\nScaling, {num_frames}-frame clips, unseeded, clips/s of wall time (median of 3): "
           f"{one} {median(one_rates):.1f}, {both} {median(both_rates):.1f}: "
           f"{ratio(both_rates, one_rates)}x")  # fmt: skip
-    cpu, rate = {"old": [], "new": []}, {"old": [], "new": []}
-    for r in range(3):  # each alone on the machine in turn, unpinned
-        for kind in ("old", "new") if r % 2 == 0 else ("new", "old"):
-            ms, clips_per_second = in_child(
-                user_child, kind, data_dir, num_frames, args.stride, batches
-            )
-            cpu[kind].append(ms)
-            rate[kind].append(clips_per_second)
+    user = interleave(  # each alone on the machine in turn, unpinned
+        {kind: partial(in_child, user_child, kind, data_dir, num_frames, STRIDE, batches)
+         for kind in ("old", "new")}, 3,
+    )  # fmt: skip
+    cpu = {kind: [ms for ms, _ in results] for kind, results in user.items()}
+    rate = {kind: [per_second for _, per_second in results] for kind, results in user.items()}
     print(f"As a new user runs it ({num_frames} frames, every core, default settings, median "
           f"of 3): CPU ms per clip, old TF path {median(cpu['old']):.2f}, clip_dataset "
           f"{median(cpu['new']):.2f}: {ratio(cpu['old'], cpu['new'])}x less; clips/s "

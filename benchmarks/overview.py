@@ -26,8 +26,8 @@ from timing import arguments, log
 
 NUM_FRAMES = 64
 SHORT_SIDE, QUALITY = 256, 90  # the default config's
-LOAD_SHAPE = (256, 340)  # (height, width) of the load videos: Kinetics' usual 340x256
-BUILD_SHAPE = (360, 480)  # build sources: 360p, brought down to 256 by the default config
+LOAD_SIZE = (256, 340)  # (height, width) of the load videos: Kinetics' usual 340x256
+BUILD_SIZE = (360, 480)  # build sources: 360p, brought down to 256 by the default config
 FRAMES = 250  # 10 s at 25 fps
 
 A = "(a) tfds.load + ClipDecoder(64)"
@@ -85,13 +85,12 @@ def ratio_row(benchmark: str, label: str, value: timing.Ratio, target: str = "")
 
 def inputs(out: str, manual_dir: str | None, size: Size) -> dict[str, video_sets.VideoSet]:
     """The video sets, with manifests: load (copies), q75 (load videos once), build."""
-    videos = os.path.join(out, "videos")
     if manual_dir:
         load = video_sets.user_videos(manual_dir, size.load_videos, NUM_FRAMES)
         build = video_sets.user_videos(manual_dir, size.build_videos, 1)
     else:
-        load = synthetic(videos, "load", size.load_videos, LOAD_SHAPE)
-        build = synthetic(videos, "build", size.build_videos, BUILD_SHAPE)
+        load = synthetic(out, "load", size.load_videos, *LOAD_SIZE)
+        build = synthetic(out, "build", size.build_videos, *BUILD_SIZE)
     manual = partial(os.path.join, out, "manual")
     return {
         "load": video_sets.video_set(manual("load"), load, size.copies),
@@ -100,15 +99,10 @@ def inputs(out: str, manual_dir: str | None, size: Size) -> dict[str, video_sets
     }
 
 
-def synthetic(folder: str, kind: str, count: int, shape: tuple) -> list[str]:
-    """Synthetic mp4s in a folder named by their size (kept between runs)."""
-    height, width = shape
-    start = time.perf_counter()
-    folder = os.path.join(folder, f"{kind}_{FRAMES}x{height}x{width}")
-    paths = video_sets.synthetic_videos(folder, count, FRAMES, height, width)
-    seconds = time.perf_counter() - start
-    log(f"{kind} videos: {count} x {FRAMES} frames {width}x{height} ({seconds:.0f} s)")
-    return paths
+def synthetic(out: str, kind: str, count: int, height: int, width: int) -> list[str]:
+    """Synthetic mp4s in a folder named for their size (kept between runs)."""
+    folder = os.path.join(out, "videos", f"{kind}_{FRAMES}x{height}x{width}")
+    return video_sets.synthetic_videos(folder, count, FRAMES, height, width)
 
 
 def build_load_datasets(sets: dict, data_dir: str) -> None:
@@ -188,31 +182,24 @@ def build_rows(rates: dict, build_set, scratch: str, size: Size) -> list[list[st
         if name in (BUILD_1, BUILD_N):
             result += f"; steady state {timing.median(steady[name]):.2f}"
         rows.append(row("Build", name, result))
+    itself = "bound, all cores/1 core (what the cores give the bound itself)"
     ratios = [
         ("single/bound (1 core)", total[BUILD_1], total[BOUND_1], ">= 0.8"),
         ("parallel/single", total[BUILD_N], total[BUILD_1], ">= 1.7"),
         ("parallel/single, steady", steady[BUILD_N], steady[BUILD_1], ""),
         ("parallel/bound (all cores)", total[BUILD_N], total[BOUND_N], ""),
-        (
-            "bound, all cores/1 core (what the cores give the bound itself)",
-            total[BOUND_N],
-            total[BOUND_1],
-            "",
-        ),
+        (itself, total[BOUND_N], total[BOUND_1], ""),
     ]
     rows += [
         ratio_row("Build", label, timing.ratio(a, b), target) for label, a, b, target in ratios
     ]
     pool = builds.pool_start_seconds(os.cpu_count())
-    rows.append(
-        row("Build", f"start-up of the {os.cpu_count()} build workers", f"{pool:.2f} s per build")
-    )
+    workers = f"start-up of the {os.cpu_count()} build workers"
+    rows.append(row("Build", workers, f"{pool:.2f} s per build"))
     if size.cli:
         count = len(build_set.paths)
         config = {"name": "cli", "num_workers": 0}
-        cli = builds.cli_build_seconds(
-            build_set.manual_dir, os.path.join(scratch, "cli"), config
-        )
+        cli = builds.cli_build_seconds(build_set.manual_dir, os.path.join(scratch, "cli"), config)
         variant = "`tfds build` CLI, num_workers=0: wall incl. imports"
         rows.append(row("Build", variant, f"{cli:.1f} s for {count} videos = {count / cli:.2f}/s"))
     return rows
