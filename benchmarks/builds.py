@@ -287,8 +287,7 @@ def main() -> None:
         result = bound(args.videos, args.short_side, args.quality)
     else:
         result = pool_start(args.workers)
-    print(json.dumps(result))
-    sys.stdout.flush()
+    print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

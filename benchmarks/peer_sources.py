@@ -29,7 +29,6 @@ class SourceSet:
     name: str
     height: int
     width: int
-    gop: int
     paths: tuple[str, ...]
     manual_dir: str
 
@@ -113,11 +112,11 @@ def real_frames(folder: str, index: int, num_frames: int, height: int, width: in
         top = (frames.shape[1] - height) // 2
         left = (frames.shape[2] - width) * index // 7 % (frames.shape[2] - width + 1)
         view = frames[:, top : top + height, left : left + width]
-        view = view[:, :, ::-1] if index % 2 else view
     else:
         frames = video_sets.read_rgb(video_sets.fetch_clip(folder, video_sets.BUNNY))
         view = np.roll(frames, -17 * index, axis=0)
-        view = view[:, :, ::-1] if index % 2 else view
+    view = view[:, :, ::-1] if index % 2 else view  # every other video mirrored
+    if view.shape[1:3] != (height, width):
         view = np.stack(
             [cv2.resize(f, (width, height), interpolation=cv2.INTER_AREA) for f in view]
         )
@@ -160,5 +159,5 @@ def make_sets(
         with open(os.path.join(manual_dir, "train.txt"), "w") as f:
             f.writelines(f"{os.path.basename(p)} class{i % 2}\n" for i, p in enumerate(paths))
         name = f"{width}x{height} GOP {gop}"
-        sets.append(SourceSet(name, height, width, gop, paths, manual_dir))
+        sets.append(SourceSet(name, height, width, paths, manual_dir))
     return sets

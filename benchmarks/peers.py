@@ -11,6 +11,7 @@ readers are also shown with their frames resized to the stored size.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -121,9 +122,10 @@ def torchcodec_python(arg: str | None) -> str:
     return arg or os.environ.get("TORCHCODEC_PYTHON") or sys.executable
 
 
-def start_workers(pythons: dict, cpu: int, logs: str) -> tuple[dict, dict]:
-    """A worker per reader (reader -> its Python), all on `cpu`: those that started, and the
-    reasons of those that did not."""
+@contextlib.contextmanager
+def started_workers(pythons: dict, cpu: int, logs: str):
+    """A worker per reader (reader -> its Python), all on `cpu`, for the `with` block: those
+    that started, and the reasons of those that did not."""
     os.makedirs(logs, exist_ok=True)
     workers, unavailable = {}, {}
     for reader, python in pythons.items():
@@ -134,7 +136,11 @@ def start_workers(pythons: dict, cpu: int, logs: str) -> tuple[dict, dict]:
             log(f"{reader}: unavailable: {worker.error}")
         else:
             workers[reader] = worker
-    return workers, unavailable
+    try:
+        yield workers, unavailable
+    finally:
+        for worker in workers.values():
+            worker.close()
 
 
 def build_datasets(sets, out: str) -> dict:
@@ -324,13 +330,13 @@ def table_rows(dataset: Dataset, results: dict, readers: list[str]) -> list[list
                     seconds = [d + z for d, z in zip(seconds, result.resize[reader])]
                 cells.append(cell(seconds))
             best = best_mp4(result, with_resize)
-            measured = [r for r in OURS if r in result.decode and best]
-            ratios = [str(ratio(best, result.decode[r])) if r in measured else "n/a" for r in OURS]
+            ours = {r: ratio(best, result.decode[r]) for r in OURS if r in result.decode and best}
             target = TARGETS.get((size, recipe)) if (with_resize or not dataset.large) else None
             verdict = ""
-            if target and measured:
-                reached = max(ratio(best, result.decode[r]).median for r in measured)
+            if target and ours:
+                reached = max(x.median for x in ours.values())
                 verdict = f">= {target}: {'yes' if reached >= target else 'no'}"
+            ratios = [str(ours.get(r, "n/a")) for r in OURS]
             source = dataset.sources.name
             if dataset.large:
                 stored = f"{dataset.stored_size[1]}x{dataset.stored_size[0]}"
@@ -416,17 +422,14 @@ def main() -> None:
     pythons = {reader: sys.executable for reader in args.readers}
     if "torchcodec" in pythons:
         pythons["torchcodec"] = torchcodec_python(args.torchcodec_python)
-    workers, unavailable = start_workers(pythons, args.cpu, os.path.join(args.out, "logs"))
-    all_results = {}
-    try:
-        for dataset in datasets:
-            all_results[dataset.sources.name] = {
-                recipe: measure(dataset, recipe, workers, rounds, os.path.join(args.out, "check"))
-                for recipe in RECIPES
+    logs, check = os.path.join(args.out, "logs"), os.path.join(args.out, "check")
+    with started_workers(pythons, args.cpu, logs) as (workers, unavailable):
+        all_results = {
+            dataset.sources.name: {
+                recipe: measure(dataset, recipe, workers, rounds, check) for recipe in RECIPES
             }
-    finally:
-        for worker in workers.values():
-            worker.close()
+            for dataset in datasets
+        }
     print("\n".join(report(datasets, all_results, args.readers, unavailable, rounds)))
     log(f"done in {time.perf_counter() - start:.0f} s")
 

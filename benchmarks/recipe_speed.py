@@ -143,10 +143,9 @@ def peer_part(sources, data_dir: str, python: str, cpu: int, rounds: int, logs: 
         pythons.update(dict.fromkeys(MP4, python))
     else:
         unavailable = dict.fromkeys(MP4, f"no torchvision in {python}")
-    workers, failed = peers.start_workers(pythons, cpu, logs)
-    unavailable.update(failed)
     rows = []
-    try:
+    with peers.started_workers(pythons, cpu, logs) as (workers, failed):
+        unavailable.update(failed)
         for name, (label, _, transform) in PEER_RECIPES.items():
             log(name)
             jobs = {
@@ -160,9 +159,6 @@ def peer_part(sources, data_dir: str, python: str, cpu: int, rounds: int, logs: 
             passes = interleave(measures, rounds)
             times = {reader: [decode for decode, _ in values] for reader, values in passes.items()}
             rows.append([f"{name}: {label}", *recipe_cells(times, unavailable)])
-    finally:
-        for worker in workers.values():
-            worker.close()
     header = [peers.SHORT[r] + (" + torchvision" if r in MP4 else "") for r in OURS + MP4]
     return [
         f"Training recipes against mp4 readers + torchvision, {sources.name}, CPU ms per clip on "

@@ -25,17 +25,15 @@ BENCHMARKS = {  # name: script
 }
 
 
-def description(name: str) -> str:
-    """The first line of the script's docstring (read without importing the script)."""
-    with open(os.path.join(HERE, BENCHMARKS[name])) as f:
-        doc = ast.get_docstring(ast.parse(f.read())) or ""
-    return doc.splitlines()[0] if doc else ""
-
-
 def listing() -> str:
-    """One line per benchmark: its name and what it measures."""
-    width = max(map(len, BENCHMARKS))
-    return "\n".join(f"{name:<{width}}  {description(name)}" for name in BENCHMARKS)
+    """One line per benchmark: its name and what it measures (its script's docstring's first
+    line, read without importing the script)."""
+    width, lines = max(map(len, BENCHMARKS)), []
+    for name, script in BENCHMARKS.items():
+        with open(os.path.join(HERE, script)) as f:
+            doc = ast.get_docstring(ast.parse(f.read())) or ""
+        lines.append(f"{name:<{width}}  {doc.splitlines()[0] if doc else ''}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str]) -> None:

@@ -170,17 +170,12 @@ def windows(frames: np.ndarray, count: int) -> list[np.ndarray]:
 
 
 def kinetics_like_set(out: str, videos: int = 16) -> str:
-    """`videos` windows of bikes.mp4 re-encoded Kinetics-style in OUT/manual (kept), with
-    their train.txt; the manual dir's path."""
+    """`videos` windows of bikes.mp4 re-encoded Kinetics-style in OUT/manual (kept), listed in
+    its train.txt; the manual dir's path."""
     manual_dir = os.path.join(out, "manual")
     os.makedirs(manual_dir, exist_ok=True)
-    frames = read_rgb(fetch_clip(out))
-    lines = []
-    for i, view in enumerate(windows(frames, videos)):
-        name = f"bikes_{i:02d}.mp4"
-        if not os.path.exists(os.path.join(manual_dir, name)):
-            write_h264(os.path.join(manual_dir, name), view)
-        lines.append(f"{name} class{i % 4}\n")
-    with open(os.path.join(manual_dir, "train.txt"), "w") as f:
-        f.writelines(lines)
-    return manual_dir
+    paths = [os.path.join(manual_dir, f"bikes_{i:02d}.mp4") for i in range(videos)]
+    if not all(map(os.path.exists, paths)):
+        for path, view in zip(paths, windows(read_rgb(fetch_clip(out)), videos)):
+            write_h264(path, view)
+    return video_set(manual_dir, paths).manual_dir
