@@ -23,15 +23,6 @@ from functools import partial
 from builds import resize
 from timing import cpu_time, pin, settled
 
-# What each reader imports: a worker that cannot import it says so and stops.
-REQUIRES = {
-    "tf": ("tensorflow", "tensorflow_datasets", "video_tfrecords.input_pipeline"),
-    "tf_free": ("cv2", "video_tfrecords.clip_source"),
-    "pyav": ("av",),
-    "opencv": ("cv2",),
-    "decord": ("decord",),
-    "torchcodec": ("cv2", "torch", "torchcodec.decoders"),
-}
 GRAB_LIMIT = 32  # OpenCV: frames to skip by grab() before a seek is cheaper (see OpenCvReader)
 
 
@@ -75,6 +66,8 @@ class PyAvReader(Mp4Reader):
     seeks again only when a keyframe lies between the last decoded frame and the next wanted one
     (then seeking is cheaper than decoding on), as a careful user would. The index (display order of
     packet timestamps, keyframes) is built once per video by demuxing, which reads no pixels."""
+
+    requires = ("av",)
 
     def open_video(self, path: str) -> dict:
         import av
@@ -128,6 +121,7 @@ class OpenCvReader(Mp4Reader):
     GRAB_LIMIT frames ahead is reached with grab() (decode without colour conversion) instead of a
     seek, which would decode again from the keyframe. Frames stay BGR, as OpenCV gives them."""
 
+    requires = ("cv2",)
     bgr = True
 
     def open_video(self, path: str) -> dict:
@@ -163,6 +157,8 @@ class OpenCvReader(Mp4Reader):
 class DecordReader(Mp4Reader):
     """decord's VideoReader (one thread), get_batch of the clip's indices."""
 
+    requires = ("decord",)
+
     def open_video(self, path: str):
         import decord
 
@@ -174,6 +170,8 @@ class DecordReader(Mp4Reader):
 
 class TorchCodecReader(Mp4Reader):
     """TorchCodec's VideoDecoder on the CPU (one FFmpeg thread, exact seeking), get_frames_at."""
+
+    requires = ("cv2", "torch", "torchcodec.decoders")
 
     def open_video(self, path: str):
         import torch
@@ -207,6 +205,7 @@ class TfReader:
     out, so a pass is charged all the process's CPU time from the end of the previous one
     (`background`), once the background work is done."""
 
+    requires = ("tensorflow", "tensorflow_datasets", "video_tfrecords.input_pipeline")
     bgr = False
     background = True
 
@@ -265,6 +264,7 @@ def _text(value) -> str:
 class TfFreeReader:
     """This project without TensorFlow: `video_tfrecords.ClipSource`, `source[i]` per clip."""
 
+    requires = ("cv2", "video_tfrecords.clip_source")
     bgr = False
 
     def __init__(self):
@@ -411,7 +411,7 @@ def main() -> None:
     sys.stdout = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     try:
-        for module in REQUIRES[args.reader]:
+        for module in READERS[args.reader].requires:  # the libraries it needs
             importlib.import_module(module)
         reader = READERS[args.reader]()
     except Exception as error:  # noqa: BLE001 - the parent lists the reader with this reason

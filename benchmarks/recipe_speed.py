@@ -175,8 +175,7 @@ def recipe_cells(times: dict, unavailable: dict) -> list[str]:
         peers.cell(times[r]) if r in times else f"unavailable ({unavailable[r]})"
         for r in OURS + MP4
     ]
-    mp4 = [r for r in MP4 if r in times]
-    best = [min(values) for values in zip(*(times[r] for r in mp4))] if mp4 else []
+    best = [min(values) for values in zip(*(times[r] for r in MP4 if r in times))]
     ratios = [ratio(best, times[r]) if best and r in times else None for r in OURS]
     cells += [str(x) if x else "n/a" for x in ratios]
     reached = [x.median for x in ratios if x]
