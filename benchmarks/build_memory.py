@@ -1,9 +1,7 @@
 """Peak memory of `tfds build`, all its processes together, on one long video.
 
-    python benchmarks/run.py build_memory [--quick]   # a 20-minute video (--quick: 1 minute)
-
-Samples the resident memory of the build process and all its workers every 50 ms; checks that
-every frame was written. The video is kept in benchmarks/out/memory.
+A 20-minute video (--quick: 1 minute), kept in benchmarks/out/memory. Samples the resident
+memory of the build process and all its workers every 50 ms; checks every frame was written.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """`clip_dataset` per core against the JPEG-decode limit and the old TF path, and on 2 cores.
 
-    python benchmarks/run.py clip_dataset [--quick] [--manual_dir DIR]   # DIR: your train.txt
-
 Readers take turns on one core, each in its own pinned process, charged all its CPU time since
 its last turn: the limit (simplejpeg decoding the clip's JPEGs held in memory, nothing else);
 clip_dataset re-reading (one long-lived pipeline) and reading records for the first time (a new
@@ -43,8 +41,8 @@ def dataset(args) -> tuple[str, int, str]:
         paths = video_sets.synthetic_videos(
             os.path.join(args.out, "videos"), videos, FRAMES, HEIGHT, WIDTH
         )
-        manual_dir = video_sets.video_set(os.path.join(args.out, f"manual_{name}"), paths, 4)
-        manual_dir = manual_dir.manual_dir
+        manual = video_sets.video_set(os.path.join(args.out, f"manual_{name}"), paths, 4)
+        manual_dir = manual.manual_dir
         data_dir = os.path.join(args.out, f"data_{name}")
         origin = f"({videos} videos x {FRAMES} frames, each 4 times)"
     if not os.path.isdir(os.path.join(data_dir, "video_tfrecords", "default")):

@@ -1,7 +1,5 @@
 """Overview: loading clips (tfds.load + ClipDecoder vs the alternatives), build speed, storage.
 
-    python benchmarks/run.py overview [--quick] [--real | --manual_dir DIR]
-
 Loading 64-frame clips against TFDS's full decode, mp4 seeks, raw frames and the JPEG-decode
 bound; build throughput against its bound on one core and on all; bytes per video of each
 storage format. One markdown table.
@@ -124,10 +122,10 @@ def load_section(load_set, data_dir: str, raw_dir: str, size: Size) -> dict[str,
         """Measures clips/s of a new iterator over `make(*args)` (a dataset or a generator)."""
         return partial(timing.items_per_second, lambda: iter(make(*args)), 2, size.seconds, 4)
 
-    videos = loaders.stored_frames(data_dir, "default", size.load_videos)
+    videos = loaders.stored_frames(data_dir, size.load_videos)
     measures = {
-        A: rate(loaders.clip_decoder, data_dir, "default", NUM_FRAMES),
-        B: rate(loaders.full_decode, data_dir, "default", NUM_FRAMES),
+        A: rate(loaders.clip_decoder, data_dir, NUM_FRAMES),
+        B: rate(loaders.full_decode, data_dir, NUM_FRAMES),
         C: rate(loaders.opencv_seek, load_set.paths, NUM_FRAMES, os.cpu_count()),
         D: rate(loaders.jpeg_bound, videos, NUM_FRAMES),
     }

@@ -18,10 +18,10 @@ AUTOTUNE = tf.data.AUTOTUNE
 DCT_METHOD = "INTEGER_ACCURATE"  # what ClipDecoder uses
 
 
-def load(data_dir: str, config: str, decoders=None) -> tf.data.Dataset:
-    """`tfds.load` of the train split, repeated forever."""
+def load(data_dir: str, decoders=None) -> tf.data.Dataset:
+    """`tfds.load` of the `default` config's train split, repeated forever."""
     return tfds.load(
-        f"video_tfrecords/{config}",
+        "video_tfrecords/default",
         split="train",
         data_dir=data_dir,
         decoders=decoders,
@@ -29,10 +29,9 @@ def load(data_dir: str, config: str, decoders=None) -> tf.data.Dataset:
     ).repeat()
 
 
-def clip_decoder(data_dir: str, config: str, num_frames: int, **kwargs) -> tf.data.Dataset:
+def clip_decoder(data_dir: str, num_frames: int) -> tf.data.Dataset:
     """(a) Clips decoded by ClipDecoder inside tfds.load."""
-    decoder = ClipDecoder(num_frames, **kwargs)
-    return load(data_dir, config, {"video": decoder}).map(lambda ex: ex["video"])
+    return load(data_dir, {"video": ClipDecoder(num_frames)}).map(lambda ex: ex["video"])
 
 
 def random_slice(video: tf.Tensor, num_frames: int) -> tf.Tensor:
@@ -41,17 +40,16 @@ def random_slice(video: tf.Tensor, num_frames: int) -> tf.Tensor:
     return video[start : start + num_frames]
 
 
-def full_decode(data_dir: str, config: str, num_frames: int) -> tf.data.Dataset:
+def full_decode(data_dir: str, num_frames: int) -> tf.data.Dataset:
     """(b) TFDS's default decoding of every frame, then a random slice."""
-    dataset = load(data_dir, config)
-    return dataset.map(
+    return load(data_dir).map(
         lambda ex: random_slice(ex["video"], num_frames), num_parallel_calls=AUTOTUNE
     )
 
 
-def stored_frames(data_dir: str, config: str, limit: int) -> list[list[bytes]]:
+def stored_frames(data_dir: str, limit: int) -> list[list[bytes]]:
     """The JPEG bytes of the first `limit` stored videos (read with their frames left encoded)."""
-    dataset = load(data_dir, config, {"video": EncodedFrames()}).take(limit)
+    dataset = load(data_dir, {"video": EncodedFrames()}).take(limit)
     return [list(ex["video"]) for ex in tfds.as_numpy(dataset)]
 
 

@@ -1,7 +1,5 @@
 """The peer table: this project's clip readers against the mp4 readers people use instead.
 
-    python benchmarks/run.py peers [--real] [--quick] [--torchcodec_python PATH]
-
 Sources: peer_sources.py, `default` builds. Recipes: A, 64 consecutive frames; B, 16 frames at
 stride 2 (seeded start); C, 8 frames spread evenly (TSN). Every reader (peer_readers.py) gets the
 frames the project plans; its first pass must match FFmpeg's decode of the source (PSNR >= 30 dB

@@ -1,7 +1,5 @@
 """Training and test recipes: their cost over a plain clip, and against mp4 readers + torchvision.
 
-    python benchmarks/run.py recipes [--quick] [--part cost|peers] [--torchcodec_python PATH]
-
 Data: peers.py's 340x256 sources, GOP 32. Part `cost`, one pinned process: each recipe's clip
 against a plain clip of the same frames at full size, TF graph (`ClipDecoder.sample`) and NumPy
 (`ClipSource.get`). Part `peers`: SlowFast and VideoMAE training clips read by this project, and

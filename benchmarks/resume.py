@@ -1,7 +1,5 @@
 """Resuming a killed build: the rerun's time against a full build of the same videos.
 
-    python benchmarks/run.py resume [--quick] [--videos 96]
-
 Each round builds the set in full (imports excluded), then again into a fresh data dir,
 SIGKILLs that build once half the videos are in its cache and times the rerun.
 """

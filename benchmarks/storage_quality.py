@@ -1,7 +1,5 @@
 """Storage against quality: JPEG q75-q95, with and without optimized Huffman tables, real footage.
 
-    python benchmarks/run.py storage_quality [--quick]
-
 Each frame of `bikes.mp4` and `bigbuckbunny.mp4` (video_sets.py) decoded by FFmpeg and
 area-resized to the stored size (short side 256) is the reference and what the encoders get:
 bytes per frame and PSNR of JPEG (OpenCV, as the builder) at each quality with and without
