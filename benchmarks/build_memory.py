@@ -1,18 +1,11 @@
 """Peak memory of `tfds build`, all its processes together, on one long video.
 
-    python benchmarks/run.py build_memory              # a 20-minute video (~1.1 GB of JPEG frames)
-    python benchmarks/run.py build_memory --quick      # a 1-minute video (CI: no assertion on memory)
-
-Makes the video once (kept in benchmarks/out/memory), runs the `tfds build`
-command line on it with the default segments, samples the resident memory of
-the build process and of every worker it starts every 50 ms, and reports the
-largest sum, against the JPEG bytes the build stores; it also checks that
-every frame was written.
+A 20-minute video (--quick: 1 minute), kept in benchmarks/out/memory. Samples the resident
+memory of the build process and all its workers every 50 ms; checks every frame was written.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -20,7 +13,7 @@ import time
 
 import psutil
 
-import build_runs
+import builds
 import timing
 import video_sets
 
@@ -59,12 +52,9 @@ def stored(data_dir: str) -> tuple[int, int, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--minutes", type=float, default=20.0)
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "out", "memory"))
-    args = parser.parse_args()
-    minutes = 1.0 if args.quick else args.minutes
+    """Makes the video, builds it while sampling memory, prints the table."""
+    args = timing.arguments(__doc__, "memory").parse_args()
+    minutes = 1.0 if args.quick else 20.0
     height, width = 312, 416  # stored as is (short side 312): about 38 KB a q90 frame, 1.1 GB
     out = os.path.abspath(args.out)
     frames = round(minutes * 60 * 25)
@@ -75,13 +65,13 @@ def main() -> None:
     data_dir = os.path.join(out, "data")
     shutil.rmtree(data_dir, ignore_errors=True)
     config = {"name": "memory", "short_side": None}
-    command = build_runs.cli_command(manual_dir, data_dir, config)
+    command = builds.cli_command(manual_dir, data_dir, config)
     timing.log(" ".join(command))
     start = time.perf_counter()
     log_path = os.path.join(out, "build.log")  # a file: a full pipe would stall the build
     with open(log_path, "wb") as log:
         process = psutil.Popen(
-            command, env=build_runs.child_env(), stdout=subprocess.DEVNULL, stderr=log
+            command, env=builds.child_env(), stdout=subprocess.DEVNULL, stderr=log
         )
         peak = 0
         while process.poll() is None:
@@ -94,18 +84,18 @@ def main() -> None:
     examples, kept, jpeg = stored(data_dir)
     shutil.rmtree(data_dir, ignore_errors=True)
     gib = 2**30
-    print("| Benchmark | Variant | Result | Target | Status |")
-    print("| --- | --- | --- | --- | --- |")
-    print(
-        f"| Build memory | one {minutes:g}-minute video, {width}x{height}, 25 fps | "
+    video = f"one {minutes:g}-minute video, {width}x{height}, 25 fps"
+    written = (
         f"{frames} frames; stored {kept} frames in {examples} examples, "
-        f"{jpeg / gib:.2f} GiB of JPEG; `tfds build` took {seconds:.0f} s | every frame | "
-        f"{'PASS' if kept == frames else 'FAIL'} |"
+        f"{jpeg / gib:.2f} GiB of JPEG; `tfds build` took {seconds:.0f} s"
     )
-    print(
-        f"| Build memory | peak RSS, build process + workers (sampled every 50 ms) | "
-        f"{peak / gib:.2f} GiB | < 2.5 GiB | {'PASS' if peak < TARGET_BYTES else 'FAIL'} |"
-    )
+    peak_rss = "peak RSS, build process + workers (sampled every 50 ms)"
+    under = "PASS" if peak < TARGET_BYTES else "FAIL"
+    rows = [
+        ["Build memory", video, written, "every frame", "PASS" if kept == frames else "FAIL"],
+        ["Build memory", peak_rss, f"{peak / gib:.2f} GiB", "< 2.5 GiB", under],
+    ]
+    print("\n".join(timing.table(["Benchmark", "Variant", "Result", "Target", "Status"], rows)))
 
 
 if __name__ == "__main__":

@@ -1,145 +1,59 @@
 """`clip_dataset` per core against the JPEG-decode limit and the old TF path, and on 2 cores.
 
-    python benchmarks/clip_dataset_speed.py            # ~6 min on 2 cores, data included
-    python benchmarks/clip_dataset_speed.py --quick    # ~1 min
-    python benchmarks/clip_dataset_speed.py --manual_dir DIR   # your videos (DIR/train.txt)
-
-Data: synthetic 340x256 videos of 250 frames (tests/synthetic.py), built with
-the `default` config (stored as they are, JPEG q90). Every reader runs in its
-own process pinned to one core, taking turns (a round: each reads `--clips`
-clips of the same length and stride), so a slow spell of a shared machine hits
-them alike; ratios are per round, side by side:
-
-- limit: libjpeg-turbo (simplejpeg) decodes each clip's JPEGs from bytes held
-  in memory, nothing else (no read, parse, plan, batch or output array);
-- clip_dataset, re-reads: one pipeline (batch 8, uint8, shuffled epochs,
-  prefetch) read round after round: every record was read before;
-- clip_dataset, first reads: a new pipeline every round, one epoch, timed from
-  its second batch: every record is read for the first time in it (mapped,
-  its checksums outside the frames checked);
-- old TF path: what clip_dataset was until 2026-11-24 (and `tfds.load` with a
-  `ClipDecoder` still is): TFDS reads and parses every record whole, then the
-  clip is decoded in the TF graph.
-
-Times are each process's CPU time (all its threads, tf.data's background work
-included: a turn is charged everything its process did since its last turn)
-per clip consumed. Then the scaling: clip_dataset's clips per second of wall
-time on both cores against one (re-reads, unseeded), and the time per clip it
-holds the GIL (its Python time outside the JPEG decoder), which bounds it on
-many cores: at most (time per clip) / (GIL-held time per clip) cores' worth.
+Readers take turns on one core, each in its own pinned process, charged all its CPU time since
+its last turn: the limit (simplejpeg decoding the clip's JPEGs held in memory, nothing else);
+clip_dataset re-reading (one long-lived pipeline) and reading records for the first time (a new
+pipeline each turn, timed from its second batch); the old TF path (`tfds.load` + ClipDecoder).
+Then clips/s on both cores against one, against the old path as a new user runs it, and the
+time per clip the read threads hold the GIL.
 """
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import os
-import pathlib
-import resource
-import statistics
-import subprocess
-import sys
 import time
+from functools import partial
 
-from timing import settled
+import builds
+import video_sets
+from timing import arguments, interleave, log, median, one_cpu, pin, ratio, settled, table
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 HEIGHT, WIDTH, FRAMES = 256, 340, 250
 BATCH = 8
-# The `tfds` command beside this Python (a venv's, even when the venv is not activated).
-TFDS = str(pathlib.Path(sys.executable).with_name("tfds"))
+LENGTHS, STRIDE = (16, 64), 2  # clips of 16 and 64 frames at stride 2
 SEED = 7
 
 
-def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer videos and rounds")
-    parser.add_argument("--videos", type=int, default=None, help="default 16 (--quick: 4)")
-    parser.add_argument("--copies", type=int, default=None, help="default 4 (--quick: 4)")
-    parser.add_argument("--rounds", type=int, default=None, help="default 9 (--quick: 3)")
-    parser.add_argument("--lengths", type=int, nargs="+", default=[16, 64], help="clip lengths")
-    parser.add_argument("--stride", type=int, default=2)
-    parser.add_argument("--turn", type=int, default=None, help="clips per turn (default 4 epochs)")
-    parser.add_argument(
-        "--manual_dir", help="your videos instead: a folder with train.txt (built with `default`)"
-    )
-    parser.add_argument("--work_dir", default=str(ROOT / "benchmarks" / "out" / "clip_dataset"))
-    return parser.parse_args()
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def pin(cpus) -> None:
-    """This process and every thread it starts from now on run on `cpus`."""
-    for thread in os.listdir("/proc/self/task"):
-        os.sched_setaffinity(int(thread), cpus)
-
-
-def tfds_build(manual: pathlib.Path, data_dir: pathlib.Path) -> None:
-    """`tfds build` of a manual dir's train.txt with the `default` config into `data_dir`."""
-    log(f"building {manual} in {data_dir}")
-    subprocess.run(
-        [TFDS, "build", "video_tfrecords", "--imports", "video_tfrecords", "--config=default",
-         f"--manual_dir={manual.resolve()}", f"--data_dir={data_dir}"],
-        check=True, capture_output=True, cwd=ROOT,
-    )  # fmt: skip
-
-
-def build_manual(work_dir: pathlib.Path, manual: pathlib.Path) -> pathlib.Path:
-    """The `default` build of a manual dir's train.txt (once); its data dir."""
-    data_dir = work_dir / f"data_{manual.resolve().name}"
-    if not (data_dir / "video_tfrecords" / "default").is_dir():
-        tfds_build(manual, data_dir)
-    return data_dir
-
-
-def describe(data_dir: pathlib.Path) -> str:
-    """Records and stored frame size of the built train split."""
+def dataset(args) -> tuple[str, int, str]:
+    """The `default` build of the videos (made once): its data dir, records, and a description."""
     from video_tfrecords import ClipSource
 
-    source = ClipSource("train", data_dir=str(data_dir), num_frames=1)
+    if args.manual_dir:
+        manual_dir = os.path.abspath(args.manual_dir)
+        data_dir = os.path.join(args.out, f"data_{os.path.basename(manual_dir)}")
+        origin = f"from {args.manual_dir}"
+    else:
+        videos = 4 if args.quick else 16
+        name = f"{videos}x4"
+        paths = video_sets.synthetic_videos(
+            os.path.join(args.out, "videos"), videos, FRAMES, HEIGHT, WIDTH
+        )
+        manual = video_sets.video_set(os.path.join(args.out, f"manual_{name}"), paths, 4)
+        manual_dir = manual.manual_dir
+        data_dir = os.path.join(args.out, f"data_{name}")
+        origin = f"({videos} videos x {FRAMES} frames, each 4 times)"
+    if not os.path.isdir(os.path.join(data_dir, "video_tfrecords", "default")):
+        log(f"building {manual_dir} in {data_dir}")
+        builds.build_dataset(manual_dir, data_dir)
+    source = ClipSource("train", data_dir=data_dir, num_frames=1)
     height, width = source[0]["video"].shape[1:3]
-    return f"{len(source)} records of {width}x{height}"
+    return data_dir, len(source), f"{len(source)} records of {width}x{height} {origin}"
 
 
-def build(work_dir: pathlib.Path, videos: int, copies: int) -> pathlib.Path:
-    """The `default` build of `videos` synthetic videos, each listed `copies` times through
-    symlinks (so that an epoch has enough records to read for the first time); its data dir."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    import synthetic
-
-    manual = work_dir / f"manual_{videos}x{copies}"
-    data_dir = work_dir / f"data_{videos}x{copies}"
-    if (data_dir / "video_tfrecords" / "default").is_dir():
-        return data_dir
-    manual.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for i in range(videos):
-        path = manual / f"v{i:03d}.mp4"
-        if not path.exists():
-            synthetic.write_video(str(path), synthetic.moving_frames(FRAMES, HEIGHT, WIDTH, i))
-        for copy in range(copies):
-            link = manual / f"v{i:03d}_{copy}.mp4"
-            if not link.exists():
-                link.symlink_to(path.name)
-            lines.append(f"{link.name} c{i % 4}\n")
-    (manual / "train.txt").write_text("".join(lines))
-    tfds_build(manual, data_dir)
-    return data_dir
-
-
-# ---------------------------------------------------------------------------
 # The readers, each in its own process: `serve` answers "read N clips" turns.
-# ---------------------------------------------------------------------------
 
 
 def limit_reader(data_dir, num_frames, stride):
@@ -171,6 +85,7 @@ def limit_reader(data_dir, num_frames, stride):
 
 
 def new_pipeline(data_dir, num_frames, stride, *, seed=SEED, num_epochs=None):
+    """clip_dataset: batches of uint8 clips."""
     import tensorflow as tf
 
     from video_tfrecords import clip_dataset
@@ -229,9 +144,9 @@ def first_reads_reader(data_dir, num_frames, stride):
         turn += 1
         iterator = iter(new_pipeline(data_dir, num_frames, stride, seed=turn, num_epochs=1))
         next(iterator)  # not timed: tracing, start-up, the first batch
-        start = cpu_seconds()
+        start = time.process_time()
         count = sum(len(labels) for _, labels in iterator)
-        return cpu_seconds() - start, count
+        return time.process_time() - start, count
 
     return read
 
@@ -248,55 +163,47 @@ def serve(kind, data_dir, num_frames, stride, cpu, connection):
     else:
         read = first_reads_reader(data_dir, num_frames, stride)
     connection.send("ready")
-    last = cpu_seconds()
+    last = time.process_time()
     while (n := connection.recv()) is not None:
         measured = read(n)
         settled()  # tf.data reads ahead: the turn ends when that is done too
         if measured is None:  # charged all the process did since its last turn
-            now = cpu_seconds()
+            now = time.process_time()
             measured, last = (now - last, n), now
         connection.send(measured)
 
 
-READERS = {
-    "limit": "limit: JPEG decode of the clip's frames in memory",
-    "new": "clip_dataset, re-reads",
-    "first": "clip_dataset, first reads",
-    "old": "old TF path (tfds.load + ClipDecoder)",
-}
+# The limit (JPEG decode of the clip's frames in memory), clip_dataset's re-reads and first
+# reads, the old TF path (tfds.load + ClipDecoder).
+READERS = ("limit", "new", "first", "old")
 
 
-def per_core(data_dir, num_frames, args, rounds, clips) -> dict[str, list[float]]:
-    """ms of CPU per clip, per reader, round by round (readers taking turns on one core).
-
-    A turn is `clips` clips (an epoch: the warm-up turn makes every later read of the
-    long-lived pipelines a re-read)."""
+def per_core(data_dir, num_frames, stride, rounds, clips) -> dict[str, list[float]]:
+    """ms of CPU per clip, per reader, round by round (readers taking turns on one core). A turn is
+    `clips` clips (an epoch: the warm-up turn makes every later read of the long-lived pipelines a
+    re-read)."""
     context = multiprocessing.get_context("spawn")
-    cpu = max(os.sched_getaffinity(0))
     processes, connections = {}, {}
     for kind in READERS:
         parent, child = context.Pipe()
         process = context.Process(
-            target=serve, args=(kind, data_dir, num_frames, args.stride, cpu, child)
+            target=serve, args=(kind, data_dir, num_frames, stride, one_cpu(), child)
         )
         process.start()
         processes[kind], connections[kind] = process, parent
+
+    def turn(kind):
+        connections[kind].send(clips)
+        seconds, count = connections[kind].recv()
+        return 1000 * seconds / count
+
     try:
         for connection in connections.values():
             assert connection.recv() == "ready"
-        for connection in connections.values():  # one warm-up turn each
-            connection.send(clips)
-            connection.recv()
-        times = {kind: [] for kind in READERS}
-        for r in range(rounds):
-            order = list(READERS)[r % len(READERS) :] + list(READERS)[: r % len(READERS)]
-            for kind in order:
-                connections[kind].send(clips)
-                seconds, count = connections[kind].recv()
-                times[kind].append(1000 * seconds / count)
-            log(f"  T={num_frames} round {r + 1}: " + ", ".join(
-                f"{kind} {times[kind][-1]:.2f}" for kind in READERS))  # fmt: skip
-        return times
+        for kind in READERS:  # one warm-up turn each
+            turn(kind)
+        log(f"{num_frames}-frame clips")
+        return interleave({kind: partial(turn, kind) for kind in READERS}, rounds)
     finally:
         for kind, connection in connections.items():
             connection.send(None)
@@ -305,9 +212,15 @@ def per_core(data_dir, num_frames, args, rounds, clips) -> dict[str, list[float]
                 processes[kind].kill()
 
 
-def ratio(a, b):
-    values = [x / y for x, y in zip(a, b)]
-    return f"{statistics.median(values):.3f} [{min(values):.3f}-{max(values):.3f}]"
+def in_child(target, *args):
+    """Runs `target(*args, connection)` in a process of its own; what it sends back."""
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=target, args=(*args, child))
+    process.start()
+    result = parent.recv()
+    process.join()
+    return result
 
 
 def scaling_child(data_dir, num_frames, stride, cpus, batches, connection):
@@ -350,102 +263,74 @@ def scaling_child(data_dir, num_frames, stride, cpus, batches, connection):
     connection.send((rate, (held[0] - decoding[0]) / clips[0] * 1000, held[0] / clips[0] * 1000))
 
 
-def scaling(data_dir, num_frames, args, batches, repeats=3):
-    context = multiprocessing.get_context("spawn")
-    both = sorted(os.sched_getaffinity(0))
-    results = {"one core": [], f"{len(both)} cores": []}
-    for _ in range(repeats):
-        for name, cpus in (("one core", {both[-1]}), (f"{len(both)} cores", set(both))):
-            parent, child = context.Pipe()
-            process = context.Process(
-                target=scaling_child,
-                args=(data_dir, num_frames, args.stride, cpus, batches, child),
-            )
-            process.start()
-            results[name].append(parent.recv())
-            process.join()
-    return results
-
-
 def user_child(kind, data_dir, num_frames, stride, batches, connection):
     """As a new user runs it: every core, default settings; (CPU ms per clip, clips/s)."""
     make = new_pipeline if kind == "new" else old_pipeline
     iterator = iter(make(data_dir, num_frames, stride))
     for _ in range(3):
         next(iterator)
-    cpu, wall = cpu_seconds(), time.perf_counter()
+    cpu, wall = time.process_time(), time.perf_counter()
     for _ in range(batches):
         next(iterator)
     clips = batches * BATCH
-    connection.send((1000 * (cpu_seconds() - cpu) / clips, clips / (time.perf_counter() - wall)))
-
-
-def as_a_user(data_dir, num_frames, stride, batches, rounds=3):
-    """clip_dataset against the old TF path, unpinned, each alone on the machine in turn."""
-    context = multiprocessing.get_context("spawn")
-    results = {"old": [], "new": []}
-    for r in range(rounds):
-        for kind in ("old", "new") if r % 2 == 0 else ("new", "old"):
-            parent, child = context.Pipe()
-            process = context.Process(
-                target=user_child, args=(kind, data_dir, num_frames, stride, batches, child)
-            )
-            process.start()
-            results[kind].append(parent.recv())
-            process.join()
-    return results
+    cpu = 1000 * (time.process_time() - cpu) / clips
+    connection.send((cpu, clips / (time.perf_counter() - wall)))
 
 
 def main():
-    args = parse_args()
-    videos = args.videos or (4 if args.quick else 16)
-    copies = args.copies or 4
+    parser = arguments(__doc__, "clip_dataset")
+    parser.add_argument("--rounds", type=int, help="default 9 (--quick: 3)")
+    parser.add_argument("--manual_dir", help="your videos instead: a folder with train.txt")
+    args = parser.parse_args()
     rounds = args.rounds or (3 if args.quick else 9)
-    if args.manual_dir:
-        data_dir = build_manual(pathlib.Path(args.work_dir), pathlib.Path(args.manual_dir))
-        what = f"{describe(data_dir)} from {args.manual_dir}"
-    else:
-        data_dir = build(pathlib.Path(args.work_dir), videos, copies)
-        what = (f"{describe(data_dir)} ({videos} videos x {FRAMES} frames, "
-                f"each {copies} times)")  # fmt: skip
-    records = int(what.split()[0])
-    pin({max(os.sched_getaffinity(0))})
-    print(f"clip_dataset per core, {what}, "
-          f"stride {args.stride}, batch {BATCH}, {rounds} rounds, CPU ms per clip (median)\n")  # fmt: skip
-    print("| clip | limit | clip_dataset re-reads | first reads | old TF path "
-          "| re-reads / limit | first reads / limit | re-reads / old | first reads / old |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for num_frames in args.lengths:
-        times = per_core(data_dir, num_frames, args, rounds, args.turn or 4 * records)
-        m = {kind: statistics.median(values) for kind, values in times.items()}
-        print(f"| {num_frames} frames | {m['limit']:.2f} | {m['new']:.2f} | {m['first']:.2f} "
-              f"| {m['old']:.2f} | {ratio(times['limit'], times['new'])} "
-              f"| {ratio(times['limit'], times['first'])} | {ratio(times['old'], times['new'])} "
-              f"| {ratio(times['old'], times['first'])} |", flush=True)  # fmt: skip
-    os.sched_setaffinity(0, set(range(os.cpu_count())))
-    num_frames = args.lengths[0]
-    results = scaling(data_dir, num_frames, args, batches=8 if args.quick else 30)
-    names = list(results)
-    rates = {name: [r[0] for r in values] for name, values in results.items()}
-    held = [r[1] for values in results.values() for r in values]
-    per_clip = [r[2] for values in results.values() for r in values]
-    print(f"\nScaling, {num_frames}-frame clips, unseeded, clips/s of wall time (median of "
-          f"{len(rates[names[0]])}): {names[0]} {statistics.median(rates[names[0]]):.1f}, "
-          f"{names[1]} {statistics.median(rates[names[1]]):.1f}: "
-          f"{ratio(rates[names[1]], rates[names[0]])}x")  # fmt: skip
-    user = as_a_user(data_dir, num_frames, args.stride, batches=8 if args.quick else 30)
-    cpu = {kind: [r[0] for r in values] for kind, values in user.items()}
-    rate = {kind: [r[1] for r in values] for kind, values in user.items()}
+    batches = 8 if args.quick else 30
+    data_dir, records, what = dataset(args)
+    pin({one_cpu()})
+    print(f"clip_dataset per core, {what}, stride {STRIDE}, batch {BATCH}, {rounds} rounds, "
+          "CPU ms per clip (median)\n")  # fmt: skip
+    rows = []
+    for num_frames in LENGTHS:
+        times = per_core(data_dir, num_frames, STRIDE, rounds, 4 * records)
+        m = {kind: median(values) for kind, values in times.items()}
+        rows.append([
+            f"{num_frames} frames",
+            *(f"{m[kind]:.2f}" for kind in ("limit", "new", "first", "old")),
+            ratio(times["limit"], times["new"]), ratio(times["limit"], times["first"]),
+            ratio(times["old"], times["new"]), ratio(times["old"], times["first"]),
+        ])  # fmt: skip
+    print("\n".join(table([
+        "clip", "limit", "clip_dataset re-reads", "first reads", "old TF path", "re-reads / limit",
+        "first reads / limit", "re-reads / old", "first reads / old",
+    ], rows)))  # fmt: skip
+    pin(range(os.cpu_count()))
+    num_frames = LENGTHS[0]
+    cpus = sorted(os.sched_getaffinity(0))
+    rates, held, per_clip = {}, [], []
+    for _ in range(3):
+        for name, on in (("one core", cpus[-1:]), (f"{len(cpus)} cores", cpus)):
+            rate, gil, read = in_child(
+                scaling_child, data_dir, num_frames, STRIDE, set(on), batches
+            )
+            rates.setdefault(name, []).append(rate)
+            held.append(gil)
+            per_clip.append(read)
+    (one, one_rates), (both, both_rates) = rates.items()
+    print(f"\nScaling, {num_frames}-frame clips, unseeded, clips/s of wall time (median of 3): "
+          f"{one} {median(one_rates):.1f}, {both} {median(both_rates):.1f}: "
+          f"{ratio(both_rates, one_rates)}x")  # fmt: skip
+    user = interleave(  # each alone on the machine in turn, unpinned
+        {kind: partial(in_child, user_child, kind, data_dir, num_frames, STRIDE, batches)
+         for kind in ("old", "new")}, 3,
+    )  # fmt: skip
+    cpu = {kind: [ms for ms, _ in results] for kind, results in user.items()}
+    rate = {kind: [per_second for _, per_second in results] for kind, results in user.items()}
     print(f"As a new user runs it ({num_frames} frames, every core, default settings, median "
-          f"of {len(cpu['new'])}): CPU ms per clip, old TF path "
-          f"{statistics.median(cpu['old']):.2f}, "
-          f"clip_dataset {statistics.median(cpu['new']):.2f}: {ratio(cpu['old'], cpu['new'])}x "
-          f"less; clips/s {statistics.median(rate['old']):.1f} vs "
-          f"{statistics.median(rate['new']):.1f}: {ratio(rate['new'], rate['old'])}x")  # fmt: skip
-    print(f"GIL held per clip {statistics.median(held):.2f} ms of "
-          f"{statistics.median(per_clip):.2f} ms read thread time: at most "
-          f"{statistics.median(per_clip) / statistics.median(held):.0f} cores' worth "
-          "of clips at once")  # fmt: skip
+          f"of 3): CPU ms per clip, old TF path {median(cpu['old']):.2f}, clip_dataset "
+          f"{median(cpu['new']):.2f}: {ratio(cpu['old'], cpu['new'])}x less; clips/s "
+          f"{median(rate['old']):.1f} vs {median(rate['new']):.1f}: "
+          f"{ratio(rate['new'], rate['old'])}x")  # fmt: skip
+    print(f"GIL held per clip {median(held):.2f} ms of {median(per_clip):.2f} ms read thread "
+          f"time: at most {median(per_clip) / median(held):.0f} cores' worth of clips at once")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The overview's clip loaders: ClipDecoder, TFDS's full decode, OpenCV seeks, raw frames, the JPEG bound."""
+"""The overview's clip loaders: ClipDecoder, TFDS's full decode, OpenCV seeks, raw frames, and
+the JPEG bound."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ AUTOTUNE = tf.data.AUTOTUNE
 DCT_METHOD = "INTEGER_ACCURATE"  # what ClipDecoder uses
 
 
-def load(data_dir: str, config: str, decoders=None) -> tf.data.Dataset:
-    """`tfds.load` of the train split, repeated forever."""
+def load(data_dir: str, decoders=None) -> tf.data.Dataset:
+    """`tfds.load` of the `default` config's train split, repeated forever."""
     return tfds.load(
-        f"video_tfrecords/{config}",
+        "video_tfrecords/default",
         split="train",
         data_dir=data_dir,
         decoders=decoders,
@@ -28,10 +29,9 @@ def load(data_dir: str, config: str, decoders=None) -> tf.data.Dataset:
     ).repeat()
 
 
-def clip_decoder(data_dir: str, config: str, num_frames: int, **kwargs) -> tf.data.Dataset:
+def clip_decoder(data_dir: str, num_frames: int) -> tf.data.Dataset:
     """(a) Clips decoded by ClipDecoder inside tfds.load."""
-    decoder = ClipDecoder(num_frames, **kwargs)
-    return load(data_dir, config, {"video": decoder}).map(lambda ex: ex["video"])
+    return load(data_dir, {"video": ClipDecoder(num_frames)}).map(lambda ex: ex["video"])
 
 
 def random_slice(video: tf.Tensor, num_frames: int) -> tf.Tensor:
@@ -40,17 +40,16 @@ def random_slice(video: tf.Tensor, num_frames: int) -> tf.Tensor:
     return video[start : start + num_frames]
 
 
-def full_decode(data_dir: str, config: str, num_frames: int) -> tf.data.Dataset:
+def full_decode(data_dir: str, num_frames: int) -> tf.data.Dataset:
     """(b) TFDS's default decoding of every frame, then a random slice."""
-    dataset = load(data_dir, config)
-    return dataset.map(
+    return load(data_dir).map(
         lambda ex: random_slice(ex["video"], num_frames), num_parallel_calls=AUTOTUNE
     )
 
 
-def stored_frames(data_dir: str, config: str, limit: int) -> list[list[bytes]]:
+def stored_frames(data_dir: str, limit: int) -> list[list[bytes]]:
     """The JPEG bytes of the first `limit` stored videos (read with their frames left encoded)."""
-    dataset = load(data_dir, config, {"video": EncodedFrames()}).take(limit)
+    dataset = load(data_dir, {"video": EncodedFrames()}).take(limit)
     return [list(ex["video"]) for ex in tfds.as_numpy(dataset)]
 
 
@@ -62,12 +61,9 @@ def clip_starts(lengths: list[int], num_frames: int, count: int, seed: int = 0) 
 
 
 def jpeg_bound(videos: list[list[bytes]], num_frames: int, clips: int = 4096) -> tf.data.Dataset:
-    """(d) Exactly a clip's JPEGs, held in memory, decoded with all cores.
-
-    Each clip is one tf.data element holding `num_frames` independent
-    decode_jpeg ops (the executor runs them in parallel); a parallel map
-    decodes several clips at once. (Faster here than one element per frame.)
-    """
+    """(d) Exactly a clip's JPEGs, held in memory, decoded with all cores. Each clip is one tf.data
+    element holding `num_frames` independent decode_jpeg ops (the executor runs them in parallel); a
+    parallel map decodes several clips at once. (Faster here than one element per frame.)"""
     offsets = np.cumsum([0] + [len(v) for v in videos])
     frames = tf.constant([f for video in videos for f in video])
     starts = clip_starts([len(v) for v in videos], num_frames, clips)
@@ -124,10 +120,8 @@ def raw_frames(paths: list[str], num_frames: int) -> tf.data.Dataset:
 
 
 def opencv_seek(paths: list[str], num_frames: int, workers: int):
-    """(c) Clips read straight from the mp4s: seek with CAP_PROP_POS_FRAMES, decode, BGR->RGB.
-
-    A generator; `workers` threads read clips concurrently (OpenCV releases the GIL).
-    """
+    """(c) Clips read straight from the mp4s: seek with CAP_PROP_POS_FRAMES, decode, BGR->RGB. A
+    generator; `workers` threads read clips concurrently (OpenCV releases the GIL)."""
     lengths = [frame_count(p) for p in paths]
     starts = iter(clip_starts(lengths, num_frames, 10**6))
     with ThreadPoolExecutor(workers) as pool:

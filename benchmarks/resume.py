@@ -1,20 +1,11 @@
 """Resuming a killed build: the rerun's time against a full build of the same videos.
 
-    python benchmarks/run.py resume            # 24 videos of 480x360, 3 rounds (~3 min)
-    python benchmarks/run.py resume --videos 96   # a larger build: fixed costs weigh less
-    python benchmarks/run.py resume --quick    # 6 small videos, 1 round (CI: no timing assertion)
-
-Each round builds the set in full (`download_and_prepare` in a child process,
-imports excluded), then builds it again into a fresh data dir, SIGKILLs that
-build once half the videos are in its cache, and times the rerun, which
-finishes the dataset. Rounds alternate, and the ratio rerun/full is the
-median of the per-round ratios (with min-max).
+Each round builds the set in full (imports excluded), then again into a fresh data dir,
+SIGKILLs that build once half the videos are in its cache and times the rerun.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import pathlib
 import shutil
@@ -22,7 +13,7 @@ import signal
 import subprocess
 import time
 
-import build_runs
+import builds
 import timing
 import video_sets
 
@@ -37,14 +28,10 @@ def cache_entries(data_dir: str) -> int:
 
 def killed_at_half(manual_dir: str, data_dir: str, videos: int) -> int:
     """Starts a build, SIGKILLs it once half the videos are encoded; returns how many were."""
-    command = build_runs.child_command(
-        "build",
-        f"--manual_dir={manual_dir}",
-        f"--data_dir={data_dir}",
-        f"--config={json.dumps(CONFIG)}",
-    )
+    options = builds.build_args(manual_dir, data_dir, CONFIG)
+    command = builds.child_command("build", *options)
     process = subprocess.Popen(
-        command, env=build_runs.child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command, env=builds.child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     while cache_entries(data_dir) < videos // 2:
         if process.poll() is not None:
@@ -55,21 +42,10 @@ def killed_at_half(manual_dir: str, data_dir: str, videos: int) -> int:
     return cache_entries(data_dir)
 
 
-def build_result(manual_dir: str, data_dir: str) -> dict:
-    """A timed build: seconds, and CPU seconds of the build process and of its workers."""
-    return build_runs.run_child(
-        "build",
-        f"--manual_dir={manual_dir}",
-        f"--data_dir={data_dir}",
-        f"--config={json.dumps(CONFIG)}",
-    )
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    """Builds, kills and resumes round after round; prints the table."""
+    parser = timing.arguments(__doc__, "resume")
     parser.add_argument("--videos", type=int, default=24, help="videos in the set (480x360)")
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "out", "resume"))
     args = parser.parse_args()
     count, height, width, rounds = (6, 96, 128, 1) if args.quick else (args.videos, 360, 480, 3)
     out = os.path.abspath(args.out)
@@ -82,13 +58,12 @@ def main() -> None:
         timing.log(f"round {number + 1}/{rounds}")
         data_dir = os.path.join(out, "data")
         shutil.rmtree(data_dir, ignore_errors=True)
-        full.append(build_result(manual_dir, data_dir))
+        full.append(builds.build_dataset(manual_dir, data_dir, CONFIG))
         shutil.rmtree(data_dir, ignore_errors=True)
         done.append(killed_at_half(manual_dir, data_dir, count))
-        resumed.append(build_result(manual_dir, data_dir))
+        resumed.append(builds.build_dataset(manual_dir, data_dir, CONFIG))
         shutil.rmtree(data_dir, ignore_errors=True)
-    print("| Benchmark | Variant | Result | Ratio (median, min-max over rounds) | Target |")
-    print("| --- | --- | --- | --- | --- |")
+    rows = []
     for name, results in (
         (f"full build of {count} videos ({width}x{height}, num_workers=0)", full),
         (f"rerun after a SIGKILL with {min(done)}-{max(done)} of {count} videos encoded", resumed),
@@ -97,14 +72,12 @@ def main() -> None:
             timing.median([r[key] for r in results])
             for key in ("seconds", "build_process_cpu", "workers_cpu")
         )
-        print(
-            f"| Resume | {name} | {seconds:.2f} s (CPU s: build process {build_cpu:.2f}, "
-            f"workers {workers_cpu:.2f}) |  |  |"
-        )
-    seconds = lambda results: [r["seconds"] for r in results]
-    print(
-        f"| Resume |  |  | rerun/full = {timing.ratio(seconds(resumed), seconds(full))} | <= 0.6 |"
-    )
+        cpu = f"CPU s: build process {build_cpu:.2f}, workers {workers_cpu:.2f}"
+        rows.append(["Resume", name, f"{seconds:.2f} s ({cpu})", "", ""])
+    rerun = timing.ratio([r["seconds"] for r in resumed], [r["seconds"] for r in full])
+    rows.append(["Resume", "", "", f"rerun/full = {rerun}", "<= 0.6"])
+    header = ["Benchmark", "Variant", "Result", "Ratio (median, min-max over rounds)", "Target"]
+    print("\n".join(timing.table(header, rows)))
 
 
 if __name__ == "__main__":

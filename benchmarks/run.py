@@ -3,9 +3,8 @@
     python benchmarks/run.py --list              # every benchmark, with what it measures
     python benchmarks/run.py NAME [ARGS...]      # e.g. overview --quick; NAME --help for its ARGS
 
-Each benchmark is a script of this folder, run as it is (its own command line,
-markdown on stdout, progress on stderr); its description is its docstring's
-first line. Results, dates and machines: docs/performance.md.
+Each benchmark is a script of this folder, run as it is (markdown on stdout, progress on
+stderr); its description is its docstring's first line. Results: docs/performance.md.
 """
 
 from __future__ import annotations
@@ -26,35 +25,28 @@ BENCHMARKS = {  # name: script
 }
 
 
-def script(name: str) -> str:
-    """The path of a benchmark's script."""
-    return os.path.join(HERE, BENCHMARKS[name])
-
-
-def description(name: str) -> str:
-    """The first line of the script's docstring (read without importing the script)."""
-    with open(script(name)) as f:
-        doc = ast.get_docstring(ast.parse(f.read())) or ""
-    return doc.splitlines()[0] if doc else ""
-
-
 def listing() -> str:
-    """One line per benchmark: its name and what it measures."""
-    width = max(map(len, BENCHMARKS))
-    return "\n".join(f"{name:<{width}}  {description(name)}" for name in BENCHMARKS)
+    """One line per benchmark: its name and what it measures (its script's docstring's first
+    line, read without importing the script)."""
+    width, lines = max(map(len, BENCHMARKS)), []
+    for name, script in BENCHMARKS.items():
+        with open(os.path.join(HERE, script)) as f:
+            doc = ast.get_docstring(ast.parse(f.read())) or ""
+        lines.append(f"{name:<{width}}  {doc.splitlines()[0] if doc else ''}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str]) -> None:
     """Lists the benchmarks, or replaces this process with the one asked for."""
-    if not argv or argv[0] in ("--list", "-h", "--help"):
-        print(__doc__ if argv[:1] != ["--list"] else listing())
-        if argv[:1] != ["--list"]:
-            print(listing())
-        return
-    name, *args = argv
-    if name not in BENCHMARKS:
-        sys.exit(f"unknown benchmark {name!r}; one of: {', '.join(BENCHMARKS)}")
-    os.execv(sys.executable, [sys.executable, script(name), *args])
+    if argv[:1] == ["--list"]:
+        print(listing())
+    elif not argv or argv[0] in ("-h", "--help"):
+        print(f"{__doc__}\n{listing()}")
+    elif argv[0] not in BENCHMARKS:
+        sys.exit(f"unknown benchmark {argv[0]!r}; one of: {', '.join(BENCHMARKS)}")
+    else:
+        script = os.path.join(HERE, BENCHMARKS[argv[0]])
+        os.execv(sys.executable, [sys.executable, script, *argv[1:]])
 
 
 if __name__ == "__main__":

@@ -12,11 +12,9 @@ BENCHMARKS = pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 import run  # benchmarks/run.py, the registry
 
-# Where each benchmark writes (a temporary folder); storage_quality reads the real clips it
+# Each benchmark writes to a temporary --out, but storage_quality: it reads the real clips it
 # fetches with pip into benchmarks/out/real, kept between runs.
-OUT_FLAG = {"clip_dataset": "--work_dir", "storage_quality": None}
-# recipes' peer part needs torchvision in the readers' Python (a side venv, benchmarks/README.md)
-EXTRA_ARGS = {"recipes": ["--part", "cost"]}
+KEEPS_ITS_OUT = ("storage_quality",)
 
 
 def entry_point(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
@@ -53,13 +51,11 @@ def test_an_unknown_name_is_refused_with_the_known_ones():
 
 @pytest.mark.parametrize("name", list(run.BENCHMARKS))
 def test_benchmark_runs_small_and_prints_a_table(name, tmp_path_factory):
-    args = ["--quick", *EXTRA_ARGS.get(name, [])]
-    flag = OUT_FLAG.get(name, "--out")
-    if flag:
+    args = ["--quick"]
+    if name not in KEEPS_ITS_OUT:
         # peers and recipes share their sources and datasets, as they do by default
         folder = "peers" if name in ("peers", "recipes") else name
-        base = tmp_path_factory.getbasetemp() / "benchmarks" / folder
-        args += [flag, str(base)]
+        args += ["--out", str(tmp_path_factory.getbasetemp() / "benchmarks" / folder)]
     done = entry_point(name, *args)
     assert done.returncode == 0, done.stderr[-4000:]
     assert "| ---" in done.stdout, done.stdout[-2000:]  # a markdown table came out
