@@ -401,6 +401,9 @@ NEW_ARGS = [
     {"crop": "resized", "crop_size": (16, 28), "crop_area": (0.3, 1), "crop_aspect": (0.5, 2)},
     {"crop": "resized", "crop_size": (20, 20), "short_side": (24, 30), "mode": "segments"},
     {"crop": "resized", "crop_size": (8, 8), "crop_area": (0.5, 1), "num_clips": 2},  # 1/2, 1/4
+    # Overlapping clips (frames decoded once) whose flips differ: each view keeps its own flip.
+    {"crop": "center", "short_side": 24, "crop_size": (20, 20), "flip": True, "num_clips": 8,
+     "mode": "uniform"},
 ]
 
 

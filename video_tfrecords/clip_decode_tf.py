@@ -88,7 +88,8 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
     flat = tf.reshape(plan["indices"], [n])
     safe = tf.maximum(flat, 0)
     clip_of = tf.repeat(tf.range(num_clips, dtype=tf.int64), t)
-    per_view = spec.crop != "center" or spec.num_crops > 1 or isinstance(spec.short_side, tuple)
+    # Boxes (or, for boxes resized alone, flips) differ between views.
+    per_view = spec.crop != "center" or spec.num_crops > 1 or layout.boxes is not None
     if spec.crop_size is not None and per_view and num_clips > 1:  # boxes per view
         uids, inverse = tf.unique(clip_of * length + safe)
         u_frames, u_clips = uids % length, uids // length
