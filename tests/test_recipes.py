@@ -11,6 +11,7 @@ identified by exact equality with TensorFlow's full decode of the video.
 from __future__ import annotations
 
 import math
+import pathlib
 import random
 
 import cv2
@@ -409,7 +410,9 @@ NEW_ARGS = [
 
 def test_a_drawn_box_decodes_at_the_coarsest_scale_that_covers_it():
     frames = make_frames(6, 128, 192)
-    spec = ClipSpec(2, crop="resized", crop_size=(16, 16), crop_area=(0.3, 1.0), num_clips=6, seed=2)
+    spec = ClipSpec(
+        2, crop="resized", crop_size=(16, 16), crop_area=(0.3, 1.0), num_clips=6, seed=2
+    )
     plan = clip_decode.plan_np(spec, frames)
     clips = clip_decode.sample_np(spec, frames)
     sizes = plan["box_size"]
@@ -502,19 +505,18 @@ def test_bad_combinations_name_the_argument(kwargs, argument):
 
 
 def test_the_readme_recipe_table_holds_valid_calls():
-    import pathlib
-
+    frames = make_frames(12, 256, 340)
+    times = np.arange(12, dtype=np.float32) / 30
     readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
     table = readme.split("| recipe | train | test |")[1].split("\n\n")[0]
-    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| ") and "`" in line]
+    lines = [line for line in table.splitlines() if line.startswith("| ") and "`" in line]
+    rows = [line.split(" | ") for line in lines]
     assert len(rows) >= 5
     for name, train, test in rows:
         train_args = eval(f"dict({train.strip('` ').replace('T=', 'num_frames=')})")  # noqa: S307
         test_args = eval(f"dict({test.strip('` |').replace('=N', '=4')})")  # noqa: S307
         kept = {k: train_args[k] for k in ("num_frames", "stride", "fps") if k in train_args}
-        frames = make_frames(12, 256, 340)
         for args in (train_args, {**kept, **test_args}):
             spec = ClipSpec(**args)
-            times = np.arange(12, dtype=np.float32) / 30
             clip = clip_decode.sample_np(spec, frames, seed=0, timestamps=times, source_fps=30.0)
             assert clip.shape == tuple(spec.output_shape((256, 340))), (name, args)

@@ -118,16 +118,9 @@ def sample_np(
         if resized:
             image = _area_resize_np(image, *size)
         for c, t in positions[1:] if in_place else positions:
-            if boxes is not None:
-                y, x, h, w = boxes[c]
-                resize_box(image[y : y + h, x : x + w], box_h, box_w, clips[c, t], flips[c])
-                continue
-            y, x = offsets[c]
-            box = image[y : y + box_h, x : x + box_w]
-            if flips[c]:
-                _cv2().flip(box, 1, dst=clips[c, t])
-            else:
-                clips[c, t] = box
+            # A box resized on its own, else a fixed box (resize_box then only flips or copies).
+            y, x, h, w = boxes[c] if boxes is not None else (*offsets[c], box_h, box_w)
+            resize_box(image[y : y + h, x : x + w], box_h, box_w, clips[c, t], flips[c])
     return clips if spec.multi_clip else clips[0]
 
 
@@ -142,8 +135,8 @@ def resize_box(box: np.ndarray, height: int, width: int, out=None, flip=False) -
     cv2 = _cv2()
     if box.shape[:2] != (height, width):
         halves = box.shape[0] >= 2 * height and box.shape[1] >= 2 * width
-        interpolation = cv2.INTER_AREA if halves else cv2.INTER_LINEAR
-        box = cv2.resize(box, (width, height), dst=None if flip else out, interpolation=interpolation)
+        method = cv2.INTER_AREA if halves else cv2.INTER_LINEAR
+        box = cv2.resize(box, (width, height), dst=None if flip else out, interpolation=method)
         if not flip:
             return box
     if flip:

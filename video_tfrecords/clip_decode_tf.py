@@ -219,9 +219,7 @@ def _frame_decoder_tf(spec, layout, views, ratio, *, whole=False):
         windows, at = _crop_windows_tf(tf.stack([y, x], axis=1), tf.stack([h, w], axis=1), decoded)
 
         def decode_box(data, window, at, size, flip):
-            image = tf.io.decode_and_crop_jpeg(
-                data, window, channels=3, ratio=ratio, dct_method=_DCT_METHOD
-            )
+            image = _decode_window_tf(data, window, ratio)
             return _box_resize_tf([image], at, size, flip, spec.crop_size)[0]
 
         flips = tf.gather(layout.plan["flip"], views)
@@ -230,10 +228,7 @@ def _frame_decoder_tf(spec, layout, views, ratio, *, whole=False):
     windows, at = _crop_windows_tf(offsets, tf.constant([spec.crop_size], tf.int64), decoded)
 
     def decode_fixed(data, window, at):
-        image = tf.io.decode_and_crop_jpeg(
-            data, window, channels=3, ratio=ratio, dct_method=_DCT_METHOD
-        )
-        return tf.slice(image, at, [*spec.crop_size, 3])
+        return tf.slice(_decode_window_tf(data, window, ratio), at, [*spec.crop_size, 3])
 
     return (windows, at), decode_fixed, spec.crop_size
 
@@ -246,21 +241,20 @@ def _resized_boxes_tf(spec, layout, data, ratio):
     """
     tf = clip_plan.tf_ops().tf
     views, t = spec.num_views, spec.num_frames
-    decoded = [(s + ratio - 1) // ratio for s in layout.frame_size]
-    y, x, h, w = layout.boxes
-    windows, at = _crop_windows_tf(tf.stack([y, x], axis=1), tf.stack([h, w], axis=1), decoded)
-    columns = (windows, at, tf.stack([h, w], axis=1), layout.plan["flip"])
+    every_view = tf.range(views, dtype=tf.int64)
+    columns, _, _ = _frame_decoder_tf(spec, layout, every_view, ratio)  # window, box, flip
     data = tf.unstack(data, num=views * t)
     out = []
-    for v, (window, offset, size, flip) in enumerate(zip(*(tf.unstack(c, num=views) for c in columns))):
-        images = [
-            tf.io.decode_and_crop_jpeg(
-                data[v * t + i], window, channels=3, ratio=ratio, dct_method=_DCT_METHOD
-            )
-            for i in range(t)
-        ]
-        out.append(_box_resize_tf(images, offset, size, flip, spec.crop_size))
+    for v, (window, at, size, flip) in enumerate(zip(*(tf.unstack(c, num=views) for c in columns))):
+        images = [_decode_window_tf(data[v * t + i], window, ratio) for i in range(t)]
+        out.append(_box_resize_tf(images, at, size, flip, spec.crop_size))
     return tf.concat(out, axis=0)
+
+
+def _decode_window_tf(data, window, ratio):
+    """The JPEG's window [y, x, h, w] (in the frame decoded at 1/ratio), decoded."""
+    tf = clip_plan.tf_ops().tf
+    return tf.io.decode_and_crop_jpeg(data, window, channels=3, ratio=ratio, dct_method=_DCT_METHOD)
 
 
 def _crop_windows_tf(offsets, sizes, decoded):

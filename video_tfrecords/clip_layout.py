@@ -9,6 +9,7 @@ name the video. Imports neither TensorFlow nor TFDS.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from video_tfrecords import clip_boxes, clip_plan
@@ -175,7 +176,7 @@ def checked_plan(
     if resizes_boxes(spec):
         if spec.crop == "resized":  # boxes of their own sizes: the scale that still covers them
             layout.ratio = ops.after(checks, lambda: _drawn_box_reduction(ops, spec, layout))
-        layout.boxes = ops.after(checks, lambda: _source_boxes(ops, spec, layout))
+        layout.boxes = ops.after(checks, lambda: _source_boxes(ops, spec, layout, layout.ratio))
     return layout
 
 
@@ -197,25 +198,21 @@ def _drawn_box_reduction(ops, spec, layout):
     """The coarsest DCT scaling at which every drawn box still covers `crop_size`.
 
     A 900x700 box resized to 224x224 decodes at 1/2 (450x350; at 1/4, 175
-    rows would not cover 224). Only scales that map the frame's grid exactly,
-    as `clip_plan.reduction` for a short side.
+    rows would not cover 224).
     """
-    full = Layout(layout.plan, [], layout.frame_size, layout.out_size, 1)
-    _, _, heights, widths = _source_boxes(ops, spec, full)  # at full size
-    height, width = (ops.i64(s) for s in layout.frame_size)
+    _, _, heights, widths = _source_boxes(ops, spec, layout, 1)  # at full size
     crop_h, crop_w = spec.crop_size
-    ratio = ops.i64(1)
-    for r in clip_plan.REDUCTIONS[1:]:
-        fits = ops.logical_and(height % r == 0, width % r == 0)
-        for v in range(spec.num_views):
-            covers = ops.logical_and(heights[v] >= r * crop_h, widths[v] >= r * crop_w)
-            fits = ops.logical_and(fits, covers)
-        ratio = ops.where(fits, ops.i64(r), ratio)
-    return ratio
+
+    def covers(r):
+        views = range(spec.num_views)
+        fits = [ops.logical_and(heights[v] >= r * crop_h, widths[v] >= r * crop_w) for v in views]
+        return functools.reduce(ops.logical_and, fits)
+
+    return clip_plan.coarsest_scale(ops, *(ops.i64(s) for s in layout.frame_size), covers)
 
 
-def _source_boxes(ops, spec, layout):
-    """Each view's box mapped from the frame after `short_side` to the decoded frame.
+def _source_boxes(ops, spec, layout, ratio):
+    """Each view's box mapped from the frame after `short_side` to the frame decoded at 1/ratio.
 
     A box [y, y + h) of a frame resized to `out` rows covers [y * d / out,
     (y + h) * d / out) of the `d` decoded rows; both ends are rounded to the
@@ -228,7 +225,7 @@ def _source_boxes(ops, spec, layout):
         start = offsets[:, axis]
         length = sizes[:, axis] if sizes is not None else start * 0 + spec.crop_size[axis]
         out = ops.i64(layout.out_size[axis])
-        decoded = (ops.i64(layout.frame_size[axis]) + layout.ratio - 1) // layout.ratio
+        decoded = (ops.i64(layout.frame_size[axis]) + ratio - 1) // ratio
         begin = (2 * start * decoded + out) // (2 * out)
         end = (2 * (start + length) * decoded + out) // (2 * out)
         boxes.append((begin, ops.maximum(end - begin, 1)))
