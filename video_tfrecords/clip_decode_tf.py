@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from video_tfrecords import clip_plan
-from video_tfrecords.clip_layout import checked_plan, geometry, video_label
+from video_tfrecords.clip_layout import checked_plan, video_label
 from video_tfrecords.clip_spec import ClipSpec
 
 __all__ = ["plan_tf", "sample_tf"]
@@ -153,18 +153,9 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
                 for c, flip in enumerate(flips)
             ]
         )
-    clips = tf.ensure_shape(clips, [num_clips, t, *_static_size(spec, frame_shape), 3])
+    one_clip = spec.output_shape(frame_shape or (None, None))[-4:]  # [T, h, w, 3], static if known
+    clips = tf.ensure_shape(clips, [num_clips, *one_clip])
     return clips if spec.multi_clip else clips[0]
-
-
-def _static_size(spec, frame_shape):
-    """Static (h, w) of the output when known, else (None, None)."""
-    if spec.crop_size is not None:
-        return spec.crop_size
-    if frame_shape is None:
-        return (None, None)
-    size, _ = geometry(clip_plan.NP_OPS, spec, frame_shape)
-    return tuple(int(s) for s in size)
 
 
 def _shared_crops_tf(spec, layout, frames, ratio):
