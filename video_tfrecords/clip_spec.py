@@ -81,15 +81,17 @@ def _check_short_side(short_side) -> int | tuple[int, int] | None:
     )
 
 
+def _is_finite_number(value) -> bool:
+    """A real, finite number that is not a bool."""
+    real = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+    return real and math.isfinite(value)
+
+
 def _check_range(name: str, value, top: float | None = None) -> tuple[float, float]:
     """Two finite numbers 0 < lo <= hi (<= top), as floats, else a ValueError naming `name`."""
     if isinstance(value, (tuple, list)) and len(value) == 2:
         lo, hi = value
-        numbers_ok = all(
-            isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) and math.isfinite(v)
-            for v in value
-        )
-        if numbers_ok and 0 < lo <= hi and (top is None or hi <= top):
+        if all(map(_is_finite_number, value)) and 0 < lo <= hi and (top is None or hi <= top):
             return float(lo), float(hi)
     bound = "" if top is None else f" <= {top}"
     raise ValueError(
@@ -101,9 +103,8 @@ def _check_fps(fps) -> float | None:
     """None, or a positive finite number of ticks per second."""
     if fps is None:
         return None
-    if isinstance(fps, numbers.Real) and not isinstance(fps, (bool, np.bool_)):
-        if math.isfinite(fps) and fps > 0:
-            return float(fps)
+    if _is_finite_number(fps) and fps > 0:
+        return float(fps)
     raise ValueError(f"fps must be None or a positive number of frames per second, got {fps!r}.")
 
 
@@ -133,8 +134,8 @@ class ClipSpec:
             of random area and aspect (torchvision's RandomResizedCrop: up to
             10 tries of an area fraction uniform in `crop_area` and a
             log-aspect uniform in log(`crop_aspect`), else the centred
-            fallback), resized to `crop_size` (area when shrinking both
-            sides, else bilinear).
+            fallback), resized to `crop_size` (bilinear; area averaging when
+            the box is at least twice `crop_size` on both sides).
         crop_area: (min, max) fraction of the frame's area, for crop="resized".
         crop_aspect: (min, max) width / height, for crop="resized".
         flip: if True, each clip is flipped left-right with probability 1/2.
