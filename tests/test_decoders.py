@@ -326,6 +326,27 @@ def test_frames_of_another_size_are_a_clear_error_in_numpy():
         clip_decode.sample_np(ClipSpec(7, mode="center"), frames, name="v.mp4")
 
 
+@pytest.mark.parametrize(
+    "out",
+    [
+        np.zeros((2, 4, H, W, 3), np.uint8)[:, ::2],  # strided: a reshape would copy
+        np.zeros((4, H, W, 3), np.float32),
+        np.zeros((5, H, W, 3), np.uint8),
+    ],
+    ids=["strided", "float", "wrong size"],
+)
+def test_an_unusable_out_array_is_refused(out):
+    with pytest.raises(ValueError, match=r"out= must be .* shape \(1, 4, "):
+        clip_decode.sample_np(ClipSpec(4, mode="center"), make_frames(6), out=out)
+
+
+def test_the_clip_is_decoded_into_out():
+    frames, out = make_frames(6), np.zeros((4, H, W, 3), np.uint8)
+    clip = clip_decode.sample_np(ClipSpec(4, mode="center"), frames, out=out)
+    assert np.shares_memory(clip, out)
+    np.testing.assert_array_equal(out, full_decode(frames)[1:5])
+
+
 # ----------------------------------------------------------------------------
 # Seeds and fresh randomness
 # ----------------------------------------------------------------------------

@@ -87,10 +87,7 @@ def sample_np(
     size = spec.crop_size if boxes else tuple(int(s) for s in layout.out_size)
     box_h, box_w = spec.crop_size or size
     shape = (spec.num_views, spec.num_frames, box_h, box_w, 3)
-    if out is None:
-        clips = np.empty(shape, np.uint8)
-    else:
-        clips = out.reshape(shape)  # TODO(lead): helper-3 delivers the checked version
+    clips = np.empty(shape, np.uint8) if out is None else _output_view(out, shape)
     if spec.short_video == "pad":
         clips[...] = 0
     slots = {}  # frame index -> [(clip, position)]
@@ -145,6 +142,22 @@ def resize_box(box: np.ndarray, height: int, width: int, out=None, flip=False) -
         return np.array(box)
     np.copyto(out, box)
     return out
+
+
+def _output_view(out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """`out` seen as `shape`; a ValueError unless it is C-contiguous uint8 of that size.
+
+    (A reshape of a strided array would quietly copy, and the clip would be lost.)
+    """
+    if (
+        not isinstance(out, np.ndarray) or out.dtype != np.uint8
+        or not out.flags.c_contiguous or not out.flags.writeable or out.size != np.prod(shape)
+    ):
+        found = f"{getattr(out, 'dtype', type(out).__name__)} {getattr(out, 'shape', '')}"
+        raise ValueError(
+            f"out= must be a writable C-contiguous uint8 array of shape {shape}; got {found}."
+        )
+    return out.reshape(shape)
 
 
 def _cv2():
