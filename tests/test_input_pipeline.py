@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from video_tfrecords import clip_plan, input_pipeline
+from video_tfrecords import buffers, clip_plan, input_pipeline
 from video_tfrecords.decoders import ClipDecoder
 
 H, W = 32, 48
@@ -397,41 +397,6 @@ def test_a_script_ending_mid_epoch_exits(tiny_data_dir, tmp_path):
         assert "read" in done.stdout
 
 
-def test_batch_buffers_reuse_an_array_once_released():
-    """A released array comes back (no fresh pages); one still referred to never does."""
-    buffers = input_pipeline.BatchBuffers(keep=4)
-    held = buffers.take((2, 3))
-    released = buffers.take((2, 3))
-    assert released is not held
-    released_id = id(released)
-    del released
-    again = buffers.take((2, 3))
-    assert id(again) == released_id
-    assert again is not held
-    assert again.ctypes.data % 4096 == 0
-    # Taking and releasing many times adds one array to the two held, not fifty.
-    for _ in range(50):
-        batch = buffers.take((2, 3))
-        del batch
-    assert buffers.size == 3
-
-
-def test_batch_buffers_make_room_by_dropping_the_least_recently_used_free_array():
-    import weakref
-
-    buffers = input_pipeline.BatchBuffers(keep=2)
-    first = buffers.take((1,))
-    first_ref = weakref.ref(first)
-    second = buffers.take((2,))
-    del first, second  # both free; (1,) used least recently
-    third = buffers.take((3,))  # no room: (1,) goes
-    assert first_ref() is None
-    assert buffers.size == 2
-    held = [buffers.take((4,)), buffers.take((5,))]  # (2,) goes, then nothing free: not kept
-    assert buffers.size == 2
-    assert third is not None and len(held) == 2
-
-
 def test_a_new_pipeline_reuses_the_arrays_of_the_one_before(tiny_data_dir):
     """Evaluation every epoch makes a new pipeline: its batches land in the same memory."""
     seen = []
@@ -443,7 +408,7 @@ def test_a_new_pipeline_reuses_the_arrays_of_the_one_before(tiny_data_dir):
         )  # fmt: skip
         for clips, _ in ds:
             del clips
-        seen.append(input_pipeline.SHARED_BUFFERS.size)
+        seen.append(buffers.SHARED.size)
     assert 0 < seen[0] == seen[1]
 
 

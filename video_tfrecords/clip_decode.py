@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import simplejpeg
 
-from video_tfrecords import clip_plan
+from video_tfrecords import buffers, clip_plan
 from video_tfrecords.clip_decode_tf import plan_tf, sample_tf
 from video_tfrecords.clip_layout import checked_plan, video_label
 from video_tfrecords.clip_spec import ClipSpec
@@ -87,7 +87,7 @@ def sample_np(
     size = spec.crop_size if boxes else tuple(int(s) for s in layout.out_size)
     box_h, box_w = spec.crop_size or size
     shape = (spec.num_views, spec.num_frames, box_h, box_w, 3)
-    clips = np.empty(shape, np.uint8) if out is None else _output_view(out, shape)
+    clips = buffers.empty(shape) if out is None else _output_view(out, shape)
     if spec.short_video == "pad":
         clips[...] = 0
     slots = {}  # frame index -> [(clip, position)]

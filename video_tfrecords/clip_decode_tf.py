@@ -4,7 +4,8 @@
 returns the same pixels (within one grey level where whole frames are resized):
 JPEGs are decoded with libjpeg-turbo's accurate integer IDCT and, with a crop,
 only the box's window is decoded (`decode_and_crop_jpeg`). Boxes are resized
-by the NumPy path's own `resize_box` (OpenCV, in a `tf.numpy_function`).
+by the NumPy path's own `resize_box` (OpenCV), and test crops cut, in a
+`tf.numpy_function`.
 TensorFlow is imported by these functions only, on first use.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from video_tfrecords import clip_plan
+from video_tfrecords import buffers, clip_plan
 from video_tfrecords.clip_layout import checked_plan, video_label
 from video_tfrecords.clip_spec import ClipSpec
 
@@ -159,28 +160,52 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
 
 
 def _shared_crops_tf(spec, layout, frames, ratio):
-    """Test views: each distinct frame of the clips decoded once, whole, then sliced per crop.
+    """Test views: each distinct frame of the clips decoded once, whole, then cut per crop.
 
     The crops of a clip cover its frames' long side: one whole decode costs less
     than three box decodes, and a frame shared by overlapping clips is decoded once.
     """
     tf = clip_plan.tf_ops().tf
-    k, t = spec.num_crops, spec.num_frames
-    wanted = tf.reshape(tf.maximum(layout.plan["indices"][::k], 0), [-1])  # [num_clips * T]
+    n = spec.num_clips * spec.num_frames
+    wanted = tf.reshape(tf.maximum(layout.plan["indices"][:: spec.num_crops], 0), [n])
     distinct, inverse = tf.unique(wanted)
     _, decode, _ = _frame_decoder_tf(spec, layout, tf.zeros([1], tf.int64), ratio, whole=True)
-    images = tf.map_fn(
-        decode, tf.gather(frames, distinct), fn_output_signature=tf.TensorSpec(None, tf.uint8)
-    )
-    h, w = spec.crop_size
-    images = tf.reshape(tf.gather(images, inverse), tf.concat([[-1, t], tf.shape(images)[1:]], 0))
-    crops = []
-    for crop in range(k):  # the boxes are the same for every clip
-        y, x = tf.unstack(tf.cast(layout.plan["crop_offsets"][crop], tf.int32))
-        crops.append(tf.slice(images, tf.stack([0, 0, y, x, 0]), [-1, t, h, w, 3]))
-    # Stacked as clip-major views [clip, crop, T, h, w, 3]: three crops of 256 from a
-    # 340x256 frame are 2.3x its pixels, so each copy counts (no transpose).
-    return tf.reshape(tf.stack(crops, axis=1), [-1, h, w, 3])
+    offsets = layout.plan["crop_offsets"][: spec.num_crops]  # the same boxes for every clip
+
+    def each_position():  # the usual case: n decode ops, and no stacked copy of their frames
+        images = [decode(data) for data in tf.unstack(tf.gather(frames, wanted), num=n)]
+        return _cut_crops_tf(spec, offsets, tf.range(n), images)
+
+    def each_distinct():  # overlapping clips or a short video: each frame decoded once
+        signature = tf.TensorSpec(None, tf.uint8)
+        images = tf.map_fn(decode, tf.gather(frames, distinct), fn_output_signature=signature)
+        return _cut_crops_tf(spec, offsets, inverse, [images], stacked=True)
+
+    return tf.cond(tf.equal(tf.size(distinct), n), each_position, each_distinct)
+
+
+def _cut_crops_tf(spec, offsets, inverse, images, stacked=False):
+    """The crops at `offsets` of frame `inverse[p]` for every position p, as clip-major views
+    [num_views * T, h, w, 3]; `images` holds the frames, one tensor each or `stacked` in one.
+
+    One copy, in NumPy, into a reused array (`buffers`): 3 crops of 256 from a 340x256
+    frame are 2.3x its pixels, and TensorFlow's slices and stack copied them twice.
+    """
+    tf = clip_plan.tf_ops().tf
+    k, t, (h, w) = spec.num_crops, spec.num_frames, spec.crop_size
+
+    def cut(offsets, inverse, *images):
+        frames = images[0] if stacked else images
+        out = buffers.empty((spec.num_views, t, h, w, 3))
+        boxes = offsets.tolist()
+        for position, i in enumerate(inverse.tolist()):
+            clip, step = divmod(position, t)
+            for crop, (y, x) in enumerate(boxes):
+                out[clip * k + crop, step] = frames[i][y : y + h, x : x + w]
+        return out.reshape(-1, h, w, 3)
+
+    crops = tf.numpy_function(cut, [offsets, inverse, *images], tf.uint8, stateful=False)
+    return tf.ensure_shape(crops, [spec.num_views * t, h, w, 3])
 
 
 def _frame_decoder_tf(spec, layout, views, ratio, *, whole=False):

@@ -7,14 +7,13 @@ only the clips' JPEGs with libjpeg-turbo, straight into the batch. No record
 is read whole, and the decoder releases the GIL, so tf.data's parallel calls
 decode batches on every core. The batches are page-aligned arrays handed to
 TensorFlow without a copy and reused once TensorFlow lets go of them (see
-`BatchBuffers`), so a batch costs neither a copy nor fresh pages.
+`buffers`), so a batch costs neither a copy nor fresh pages.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -24,13 +23,11 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from video_tfrecords import clip_plan
+from video_tfrecords import buffers, clip_plan
 from video_tfrecords.clip_source import ClipSource
 from video_tfrecords.clip_spec import check_positive_int, is_int
 
 __all__ = ["clip_dataset"]
-
-_ALIGN = 4096  # page-aligned: TensorFlow takes a 64-byte aligned array without copying it
 
 
 class _Calls:
@@ -180,7 +177,7 @@ def clip_dataset(
     if num_parallel_calls == tf.data.AUTOTUNE:
         num_parallel_calls = len(os.sched_getaffinity(0))  # one batch per core at a time
     # In use at once: the batches being decoded, the one prefetched, the caller's, TF's copies.
-    SHARED_BUFFERS.keep_at_least(num_parallel_calls + 4)
+    buffers.SHARED.keep_at_least(num_parallel_calls + 4)
     ds = batches.map(read, num_parallel_calls=num_parallel_calls, deterministic=True)
     if dtype == tf.float32:
         ds = ds.map(lambda clips, labels: (tf.image.convert_image_dtype(clips, tf.float32), labels))
@@ -216,7 +213,7 @@ class BatchReader:
         self.source = source
         self.clip_shape = None if None in clip_shape else tuple(clip_shape)  # when static
         self.seeded = seeded
-        self.buffers = SHARED_BUFFERS
+        self.buffers = buffers.SHARED
 
     def read(self, indices: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(clips uint8 [B, ...], labels int64 [B]); errors are ValueErrors naming the video."""
@@ -256,65 +253,6 @@ class BatchReader:
                 )
             labels[k] = example["label"]
         return clips, labels
-
-
-class BatchBuffers:
-    """Page-aligned uint8 arrays, each reused once nothing else refers to it.
-
-    TensorFlow takes an aligned array returned by `tf.numpy_function` without
-    copying it and holds a reference to it while any tensor uses its memory;
-    the array's reference count says when it is free again. Reusing arrays
-    spares the page faults of fresh memory (a 16 x 256 x 340 clip is 1000
-    pages), which glibc would otherwise hand back to the kernel and fault in
-    again for every batch in a process that runs TensorFlow. At most `keep`
-    arrays are kept; past that, the least recently used free one makes room.
-    """
-
-    def __init__(self, keep: int = 8):
-        self.keep = keep
-        self._arrays: list[np.ndarray] = []  # least recently used first
-        self._lock = threading.Lock()
-
-    def take(self, shape: tuple[int, ...]) -> np.ndarray:
-        """A free array of `shape` (contents undefined)."""
-        with self._lock:
-            for i in range(len(self._arrays)):
-                # Free: referred to by the list and getrefcount's argument only.
-                if self._arrays[i].shape == shape and sys.getrefcount(self._arrays[i]) == 2:
-                    self._arrays.append(self._arrays.pop(i))
-                    return self._arrays[-1]
-            if len(self._arrays) >= self.keep:
-                for i in range(len(self._arrays)):
-                    if sys.getrefcount(self._arrays[i]) == 2:
-                        del self._arrays[i]
-                        break
-            array = aligned_empty(shape)
-            if len(self._arrays) < self.keep:
-                self._arrays.append(array)
-            return array
-
-    def keep_at_least(self, count: int) -> None:
-        """Raises `keep` to `count` (a pipeline with more batches in flight)."""
-        with self._lock:
-            self.keep = max(self.keep, count)
-
-    @property
-    def size(self) -> int:
-        """How many arrays are kept for reuse."""
-        return len(self._arrays)
-
-
-# One pool per process: a new pipeline (an evaluation pass every epoch, say) reuses the
-# arrays of those before it instead of faulting in fresh ones.
-SHARED_BUFFERS = BatchBuffers()
-
-
-def aligned_empty(shape: tuple[int, ...]) -> np.ndarray:
-    """An uninitialised uint8 array of `shape` whose data starts on a page boundary."""
-    size = int(np.prod(shape))
-    raw = np.empty(size + _ALIGN, np.uint8)
-    start = -raw.ctypes.data % _ALIGN
-    return raw[start : start + size].reshape(shape)
 
 
 def _clip_shape(spec, frame_size) -> list[int | None]:
