@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import time
 from functools import partial
 
@@ -285,6 +286,8 @@ def main():
     rounds = args.rounds or (3 if args.quick else 9)
     batches = 8 if args.quick else 30
     data_dir, records, what = dataset(args)
+    if records < 2 * BATCH:  # a first-reads turn is one epoch, less its untimed first batch
+        sys.exit(f"clip_dataset_speed needs at least {2 * BATCH} records; {what}.")
     pin({one_cpu()})
     print(f"clip_dataset per core, {what}, stride {STRIDE}, batch {BATCH}, {rounds} rounds, "
           "CPU ms per clip (median)\n")  # fmt: skip
