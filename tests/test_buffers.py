@@ -92,3 +92,27 @@ def _jpeg(seed):
 
     pixels = np.random.default_rng(seed).integers(0, 256, (48, 64, 3), np.uint8)
     return simplejpeg.encode_jpeg(pixels, quality=90, colorsubsampling="420")
+
+
+def test_reused_test_view_arrays_never_overwrite_a_clip_still_held(monkeypatch):
+    """The TF graph's test crops come from the pool too, through a reshaped view."""
+    import tensorflow as tf
+
+    from video_tfrecords.decoders import ClipDecoder
+
+    monkeypatch.setattr(buffers, "SHARED", buffers.ArrayPool())
+    monkeypatch.setattr(buffers, "LARGE", 1)
+    frames = [_jpeg(i) for i in range(12)]
+    kwargs = {"mode": "uniform", "num_clips": 2, "crop_size": (48, 48), "num_crops": 3}
+    # In a graph TensorFlow keeps the returned array's memory (eagerly it copies it).
+    sample = tf.function(ClipDecoder(4, **kwargs).sample)
+    first = sample(tf.constant(frames), tf.constant(1, tf.int64))
+    kept = first.numpy().copy()
+    for seed in range(2, 6):  # more clips while `first` is held, then released ones reused
+        second = sample(tf.constant(frames[::-1]), tf.constant(seed, tf.int64))
+        expected = ClipDecoder(4, **kwargs).sample_np(frames[::-1], seed)
+        np.testing.assert_array_equal(second, expected)
+        del second
+    np.testing.assert_array_equal(first.numpy(), kept)
+    np.testing.assert_array_equal(kept, ClipDecoder(4, **kwargs).sample_np(frames, 1))
+    assert 0 < buffers.SHARED.size <= 4  # first, then one of each kind reused (9 without reuse)
