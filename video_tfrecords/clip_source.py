@@ -24,7 +24,9 @@ class ClipSource:
 
     `source[i]` is a dict: "video" (uint8 [T, H, W, 3], or [num_clips, T, H, W, 3]),
     "label" (int), "filename" (str), and the dataset's other scalar features
-    (NumPy scalars, or str). Only the clip's frames are decoded.
+    (NumPy scalars, or str). Only the clip's frames are decoded. A "video" of 32 MiB
+    or more (10x3 test views) is memory this process reuses once nothing refers to
+    that array or any view of it (`buffers`): copy it before passing its address on.
 
     Args:
         split: a split name ("train", "validation", "test").
