@@ -95,7 +95,7 @@ def _jpeg(seed):
 
 
 def test_reused_test_view_arrays_never_overwrite_a_clip_still_held(monkeypatch):
-    """The TF graph's test crops come from the pool too, through a reshaped view."""
+    """The TF graph's test crops come from the pool too."""
     import tensorflow as tf
 
     from video_tfrecords.decoders import ClipDecoder

@@ -5,7 +5,8 @@ new pages from the kernel on every call, and the kernel zeroes and faults in
 each of them: about half the cost of decoding the clip. In a process that runs
 TensorFlow, smaller batches go the same way. An array kept here is handed out
 again only when nothing refers to it or to its memory, so whoever keeps a
-clip, or any view of it, keeps it to themselves.
+clip, or any view of it, keeps it to themselves. (A TF graph keeps an aligned
+array a `tf.numpy_function` returns, not a copy, while any tensor uses it.)
 """
 
 from __future__ import annotations
@@ -48,13 +49,12 @@ class ArrayPool:
                     self._arrays.append(self._arrays.pop(i))
                     return self._arrays[-1]
             size = int(np.prod(shape))
-            while self._arrays and (
-                len(self._arrays) >= self.keep or self.nbytes + size > self.max_bytes
-            ):
-                free = [i for i in range(len(self._arrays)) if _is_free(self._arrays, i)]
-                if not free:
+            while len(self._arrays) >= self.keep or self.nbytes + size > self.max_bytes:
+                kept = range(len(self._arrays))
+                free = next((i for i in kept if _is_free(self._arrays, i)), None)
+                if free is None:
                     break
-                del self._arrays[free[0]]
+                del self._arrays[free]
             array = aligned_empty(shape)
             if len(self._arrays) < self.keep and self.nbytes + size <= self.max_bytes:
                 self._arrays.append(array)

@@ -196,13 +196,13 @@ def _cut_crops_tf(spec, offsets, inverse, images, stacked=False):
 
     def cut(offsets, inverse, *images):
         frames = images[0] if stacked else images
-        out = buffers.empty((spec.num_views, t, h, w, 3))
+        out = buffers.empty((spec.num_views * t, h, w, 3))
         boxes = offsets.tolist()
         for position, i in enumerate(inverse.tolist()):
             clip, step = divmod(position, t)
             for crop, (y, x) in enumerate(boxes):
-                out[clip * k + crop, step] = frames[i][y : y + h, x : x + w]
-        return out.reshape(-1, h, w, 3)
+                out[(clip * k + crop) * t + step] = frames[i][y : y + h, x : x + w]
+        return out
 
     crops = tf.numpy_function(cut, [offsets, inverse, *images], tf.uint8, stateful=False)
     return tf.ensure_shape(crops, [spec.num_views * t, h, w, 3])
