@@ -26,6 +26,11 @@ __all__ = ["plan_tf", "sample_tf"]
 # image edge; decoding a slightly larger window and slicing gives exactly the
 # pixels of a full decode (2 px suffice; 4 for margin).
 _CROP_MARGIN = 4
+# Windows start on a multiple of 16 columns, the widest MCU (4:2:0). libjpeg-turbo
+# starts a cropped decode at an MCU boundary anyway, and TF's decode_and_crop_jpeg
+# of a window that starts elsewhere costs 1.27 of a whole decode (340x256, q90),
+# against 0.9 for the aligned window around it.
+_WINDOW_COLUMNS = 16
 _DCT_METHOD = "INTEGER_ACCURATE"
 
 
@@ -278,11 +283,12 @@ def _crop_windows_tf(offsets, sizes, decoded):
 
     `offsets` [n, 2] and `sizes` [n, 2] (or [1, 2]) are the boxes in a frame
     that decodes to size `decoded`; the window is the box plus a margin, inside
-    the frame.
+    the frame, widened left to a multiple of 16 columns.
     """
     tf = clip_plan.tf_ops().tf
     decoded = tf.cast(tf.stack(decoded), tf.int64)
     start = tf.maximum(offsets - _CROP_MARGIN, 0)
+    start = start - start % tf.constant([1, _WINDOW_COLUMNS], tf.int64)
     end = tf.minimum(offsets + sizes + _CROP_MARGIN, decoded)
     windows = tf.concat([start, end - start], axis=1)
     at = tf.concat([offsets - start, tf.zeros_like(start[:, :1])], axis=1)
