@@ -70,7 +70,7 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
     tf.config.threading.set_inter_op_parallelism_threads(1)
     import tensorflow_datasets as tfds
 
-    from video_tfrecords import ClipDecoder, ClipSource, EncodedFrames
+    from video_tfrecords import ClipDecoder, ClipSource, EncodedFrames, clip_decode_tf
 
     pin({cpu})
     loaded = tfds.load(
@@ -80,9 +80,12 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
     videos = [example["video"] for example in loaded]
     signature = [tf.TensorSpec([None], tf.string), tf.TensorSpec([], tf.int64)]
 
-    def graph(kwargs):
-        decoder = ClipDecoder(**kwargs)
-        sample = tf.function(decoder.sample, input_signature=signature)
+    def graph(kwargs, window_columns=None):
+        sample = tf.function(ClipDecoder(**kwargs).sample, input_signature=signature)
+        if window_columns:  # traced now, with crop windows aligned to `window_columns`
+            aligned, clip_decode_tf._WINDOW_COLUMNS = clip_decode_tf._WINDOW_COLUMNS, window_columns
+            sample.get_concrete_function()
+            clip_decode_tf._WINDOW_COLUMNS = aligned
         return lambda seed: [  # each clip dropped before the next, as a loader does
             sample(video, tf.constant(seed + i, tf.int64)).shape for i, video in enumerate(videos)
         ]
@@ -108,10 +111,14 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
             variants[(name, path, "plain")] = make(plain)
         work = unavoidable_work(name, frame)
         variants[(name, "work")] = lambda seed, work=work: [work() for _ in videos]
+    # The TF jitter clip as it was before crop windows started on MCU columns.
+    variants[("jitter", "TF graph, windows off MCU columns", "recipe")] = graph(
+        COST_RECIPES["jitter"][1], window_columns=1
+    )
     for read in variants.values():
         read(0)  # warm-up: tracing, shards mapped
     times = interleave({key: per_clip(read) for key, read in variants.items()}, rounds)
-    rows = []
+    rows, tf_plain = [], times[("jitter", "TF graph", "plain")]
     for name, (label, _, _) in COST_RECIPES.items():
         for path in ("TF graph", "NumPy"):
             spent, plain = times[(name, path, "recipe")], times[(name, path, "plain")]
@@ -133,6 +140,10 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
         "alone in the same rounds: 16 bilinear resizes of a 179-224 px box to 224 (jitter: and "
         "a flip) by `resize_box`; test views: 3 crops of each of 160 frames copied into a reused "
         "output (a fresh one's page faults are not counted).",
+        "",
+        "TF graph, jitter, crop windows starting where the box's margin starts (off the 16-column "
+        "MCU boundaries, as before 2026-11-25) against the plain clip: "
+        f"{ratio(times[('jitter', 'TF graph, windows off MCU columns', 'recipe')], tf_plain)}",
     ]
 
 

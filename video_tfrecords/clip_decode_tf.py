@@ -27,9 +27,10 @@ __all__ = ["plan_tf", "sample_tf"]
 # pixels of a full decode (2 px suffice; 4 for margin).
 _CROP_MARGIN = 4
 # Windows start on a multiple of 16 columns, the widest MCU (4:2:0). libjpeg-turbo
-# starts a cropped decode at an MCU boundary anyway, and TF's decode_and_crop_jpeg
-# of a window that starts elsewhere costs 1.27 of a whole decode (340x256, q90),
-# against 0.9 for the aligned window around it.
+# starts a cropped decode at an MCU boundary anyway, and windows that start elsewhere
+# made TF's decode_and_crop_jpeg dearer than a whole decode: a jitter + crop clip
+# cost 1.36x a plain clip of the same frames, 1.15x with aligned windows
+# (benchmarks/recipe_speed.py, 340x256 q90).
 _WINDOW_COLUMNS = 16
 _DCT_METHOD = "INTEGER_ACCURATE"
 
