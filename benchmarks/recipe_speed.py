@@ -2,8 +2,8 @@
 
 Data: peers.py's 340x256 sources, GOP 32. Part `cost`, one pinned process: each recipe's clip
 against a plain clip of the same frames at full size, TF graph (`ClipDecoder.sample`) and NumPy
-(`ClipSource.get`), and the floor (the plain clip plus the work no recipe can skip, timed
-alone). Part `peers`: SlowFast and VideoMAE training clips read by this project, and by PyAV
+(`ClipSource.get`), and the floor with whole-frame decodes (the plain clip plus the work a
+recipe adds to them, timed alone). Part `peers`: SlowFast and VideoMAE training clips read by this project, and by PyAV
 and TorchCodec reading the mp4 then applying torchvision's v2 transforms (torchvision must be
 in the readers' Python, else they are shown unavailable).
 """
@@ -136,10 +136,11 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
         "",
         *table(header, rows),
         "",
-        "floor: (plain clip + the work no recipe clip can skip) / plain clip, that work timed "
-        "alone in the same rounds: 16 bilinear resizes of a 179-224 px box to 224 (jitter: and "
-        "a flip) by `resize_box`; test views: 3 crops of each of 160 frames copied into a reused "
-        "output (a fresh one's page faults are not counted).",
+        "floor: (plain clip + the work a recipe adds to whole-frame decodes) / plain clip, that "
+        "work timed alone in the same rounds: 16 bilinear resizes of a 179-224 px box to 224 "
+        "(jitter: and a flip) by `resize_box`; test views: 3 crops of each of 160 frames copied "
+        "into a reused output (a fresh one's page faults are not counted). The TF graph decodes "
+        "only each box's window, so it can go below.",
         "",
         "TF graph, jitter, crop windows starting where the box's margin starts (off the 16-column "
         "MCU boundaries, as before 2026-11-25) against the plain clip: "
