@@ -3,9 +3,9 @@
 Data: peers.py's 340x256 sources, GOP 32. Part `cost`, one pinned process: each recipe's clip
 against a plain clip of the same frames at full size, TF graph (`ClipDecoder.sample`) and NumPy
 (`ClipSource.get`), and the floor with whole-frame decodes (the plain clip plus the work a
-recipe adds to them, timed alone). Part `peers`: SlowFast and VideoMAE training clips read by this project, and by PyAV
-and TorchCodec reading the mp4 then applying torchvision's v2 transforms (torchvision must be
-in the readers' Python, else they are shown unavailable).
+recipe adds to them, timed alone). Part `peers`: SlowFast and VideoMAE training clips read by
+this project, and by PyAV and TorchCodec reading the mp4 then applying torchvision's v2
+transforms (torchvision must be in the readers' Python, else they are shown unavailable).
 """
 
 from __future__ import annotations
