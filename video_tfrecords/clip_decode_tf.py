@@ -5,8 +5,7 @@ returns the same pixels (within one grey level where whole frames are resized):
 JPEGs are decoded with libjpeg-turbo's accurate integer IDCT and, with a crop,
 only the box's window is decoded (`decode_and_crop_jpeg`). Boxes are resized
 by the NumPy path's own `resize_box` (OpenCV), and test crops cut, in a
-`tf.numpy_function`.
-TensorFlow is imported by these functions only, on first use.
+`tf.numpy_function`. TensorFlow is imported by these functions only, on first use.
 """
 
 from __future__ import annotations
