@@ -152,19 +152,19 @@ def build(manual_dir: str, data_dir: str, config: str | dict) -> dict:
     import tensorflow_datasets as tfds
 
     import video_tfrecords
-    from video_tfrecords import examples
+    from video_tfrecords.build import encoding
 
     tfds.disable_progress_bar()
     if isinstance(config, dict):
         config = video_tfrecords.VideoConfig(**config)
     builder = tfds.builder("video_tfrecords", data_dir=data_dir, config=config)
-    done, report = [], examples.report
+    done, report = [], encoding.report
 
     def stamped(*args, **kwargs):
         done.append(time.perf_counter())
         return report(*args, **kwargs)
 
-    examples.report = stamped
+    encoding.report = stamped
     cpu_before = cpu_seconds()
     start = time.perf_counter()
     builder.download_and_prepare(
@@ -236,15 +236,15 @@ def stored_size(height: int, width: int, short_side: int) -> tuple[int, int]:
 
 def pool_start(workers: int) -> dict:
     """Seconds to start the builder's worker processes and get a first result back from each."""
-    from video_tfrecords import examples, parallel
+    from video_tfrecords.build import encoding, parallel
 
     start = time.perf_counter()
     results = parallel.ordered_map(
-        examples.encode,
+        encoding.encode,
         [_probe_task() for _ in range(workers)],
         num_workers=workers,
-        on_death=examples.on_worker_death,
-        initializer=examples.init_worker,
+        on_death=encoding.on_worker_death,
+        initializer=encoding.init_worker,
     )
     list(results)
     return {"seconds": time.perf_counter() - start}
@@ -253,11 +253,11 @@ def pool_start(workers: int) -> dict:
 def _probe_task():
     """A task for a file that does not exist: the worker answers at once with a skip record."""
     import video_tfrecords
-    from video_tfrecords import examples, manifest
+    from video_tfrecords.build import encoding, manifest
 
     entry = manifest.Entry(manifest="probe", line=1, path="missing.mp4", label="x")
     config = video_tfrecords.VideoConfig(name="probe")
-    return examples.Task("train", entry, 0, "/nonexistent/missing.mp4", config, "/nonexistent")
+    return encoding.Task("train", entry, 0, "/nonexistent/missing.mp4", config, "/nonexistent")
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ import time
 from functools import partial
 
 import builds
+
 import video_sets
 from timing import arguments, interleave, log, median, one_cpu, pin, ratio, settled, table
 
@@ -61,8 +62,9 @@ def limit_reader(data_dir, num_frames, stride):
     """Decodes each video's clip from JPEG bytes in memory (the same frames as the others')."""
     import simplejpeg
 
-    from video_tfrecords import ClipSource, clip_decode
-    from video_tfrecords.example_parser import parse_example
+    from video_tfrecords import ClipSource
+    from video_tfrecords.clips import decode_np
+    from video_tfrecords.records.example_parser import parse_example
 
     source = ClipSource("train", data_dir=data_dir, num_frames=num_frames, stride=stride)
     videos = [
@@ -70,7 +72,7 @@ def limit_reader(data_dir, num_frames, stride):
         for i in range(len(source))
     ]
     clips = [
-        [frames[i] for i in clip_decode.plan_np(source.spec, frames, SEED)["indices"].ravel()]
+        [frames[i] for i in decode_np.plan_np(source.spec, frames, SEED)["indices"].ravel()]
         for frames in videos
     ]
     position = 0

@@ -168,8 +168,8 @@ def plan_dataset(sources, data_dir: str, spec_of) -> Dataset:
     import cv2
 
     import video_tfrecords
-    from video_tfrecords.clip_plan import fold_in
-    from video_tfrecords.example_parser import parse_example
+    from video_tfrecords.clips.keys import fold_in
+    from video_tfrecords.records.example_parser import parse_example
 
     version = built_version(data_dir)
     source = video_tfrecords.ClipSource(

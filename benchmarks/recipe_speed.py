@@ -70,7 +70,8 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
     tf.config.threading.set_inter_op_parallelism_threads(1)
     import tensorflow_datasets as tfds
 
-    from video_tfrecords import ClipDecoder, ClipSource, EncodedFrames, clip_decode_tf
+    from video_tfrecords import ClipDecoder, ClipSource, EncodedFrames
+    from video_tfrecords.clips import decode_tf
 
     pin({cpu})
     loaded = tfds.load(
@@ -83,9 +84,9 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
     def graph(kwargs, window_columns=None):
         sample = tf.function(ClipDecoder(**kwargs).sample, input_signature=signature)
         if window_columns:  # traced now, with crop windows aligned to `window_columns`
-            aligned, clip_decode_tf._WINDOW_COLUMNS = clip_decode_tf._WINDOW_COLUMNS, window_columns
+            aligned, decode_tf._WINDOW_COLUMNS = decode_tf._WINDOW_COLUMNS, window_columns
             sample.get_concrete_function()
-            clip_decode_tf._WINDOW_COLUMNS = aligned
+            decode_tf._WINDOW_COLUMNS = aligned
         return lambda seed: [  # each clip dropped before the next, as a loader does
             sample(video, tf.constant(seed + i, tf.int64)).shape for i, video in enumerate(videos)
         ]
@@ -151,7 +152,7 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
 def unavoidable_work(name: str, frame: np.ndarray):
     """One clip's worth of the work a recipe adds to its plain clip, on a decoded `frame`:
     resizing its boxes (drawn as after a 256-320 short side), or copying the test crops."""
-    from video_tfrecords.clip_decode import resize_box
+    from video_tfrecords.clips.resize import resize_box
 
     if name == "test views":
         offsets = [0, (frame.shape[1] - 256 + 1) // 2, frame.shape[1] - 256]

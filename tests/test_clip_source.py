@@ -21,19 +21,13 @@ from tensorflow_datasets.proto import tf_example_pb2
 
 import synthetic
 from conftest import decode_jpegs
-from video_tfrecords import (
-    Builder,
-    ClipDecoder,
-    ClipSource,
-    VideoConfig,
-    clip_plan,
-    clip_source,
-    fold_in,
-)
+from video_tfrecords import Builder, ClipDecoder, ClipSource, VideoConfig, clip_source, fold_in
+from video_tfrecords.clips import keys
 from video_tfrecords.config import DATASET_VERSION
-from video_tfrecords.dataset_files import FINGERPRINT, FRAME_CHECKSUMS, split_shards
-from video_tfrecords.example_parser import parse_example
-from video_tfrecords.shard_reader import CorruptRecordError, SplitReader
+from video_tfrecords.records.checksums import CorruptRecordError
+from video_tfrecords.records.dataset_files import FINGERPRINT, FRAME_CHECKSUMS, split_shards
+from video_tfrecords.records.example_parser import parse_example
+from video_tfrecords.records.shard_reader import SplitReader
 
 CONFIG = "reader"
 LENGTHS = (12, 15, 18, 21, 24, 3)  # the last one is shorter than most clips
@@ -391,14 +385,14 @@ def test_the_builder_stores_each_videos_fingerprint(tfrecord):
         feature = tf_example_pb2.Example.FromString(bytes(reader.read(index))).features.feature
         frames = list(feature["video"].bytes_list.value)
         (stored,) = feature[FINGERPRINT].int64_list.value
-        assert stored == int(clip_plan.video_fingerprint(tf.constant(frames, tf.string)))
+        assert stored == int(keys.video_fingerprint(tf.constant(frames, tf.string)))
 
 
 def test_a_seeded_read_takes_the_stored_fingerprint(tfrecord, monkeypatch):
     def hashed(frames):
         raise AssertionError("hashed the frames")
 
-    monkeypatch.setattr(clip_plan, "video_fingerprint", hashed)
+    monkeypatch.setattr(keys, "video_fingerprint", hashed)
     source = source_of(tfrecord, num_frames=3, seed=SEED)
     assert source[0]["video"].shape[0] == 3
 

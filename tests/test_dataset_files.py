@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
-from video_tfrecords.dataset_files import (
+from video_tfrecords.records.dataset_files import (
     find_dataset_dir,
     read_features,
     read_info,
     read_label_names,
     split_shards,
 )
-from video_tfrecords.example_parser import parse_example
-from video_tfrecords.shard_reader import SplitReader
+from video_tfrecords.records.example_parser import parse_example
+from video_tfrecords.records.shard_reader import SplitReader
 
 NUM_VIDEOS = 3
 

@@ -16,16 +16,15 @@ import subprocess
 import sys
 import textwrap
 
+import box_reference
 import cv2
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-import box_reference
-
-from video_tfrecords import clip_decode, clip_decode_tf, clip_plan
-from video_tfrecords.clip_spec import ClipSpec
+from video_tfrecords.clips import decode_np, decode_tf, keys
+from video_tfrecords.clips.spec import ClipSpec
 from video_tfrecords.decoders import ClipDecoder, EncodedFrames
 
 H, W = 32, 48
@@ -210,7 +209,7 @@ def test_short_video_error_names_the_video():
     with pytest.raises(ValueError, match=r"`clip_007.mp4` has 5 frames.*11"):
         decoder.sample_np(frames, name="clip_007.mp4")
     # Without a name the video is identified by its fingerprint.
-    fingerprint = clip_plan.video_fingerprint(frames)
+    fingerprint = keys.video_fingerprint(frames)
     with pytest.raises(tf.errors.InvalidArgumentError, match=f"fingerprint {fingerprint}"):
         decoder.sample(tf.constant(frames))
     with pytest.raises(ValueError, match=f"fingerprint {fingerprint}.* 5 frames.*spans 11"):
@@ -307,10 +306,10 @@ def test_damaged_entropy_data_that_tensorflow_refuses_numpy_refuses_too(crop_siz
                 with pytest.raises(
                     ValueError, match="Frame 0 of video `d.mp4` is not a valid JPEG"
                 ):
-                    clip_decode.sample_np(spec, [damaged], name="d.mp4")
+                    decode_np.sample_np(spec, [damaged], name="d.mp4")
                 continue
             try:
-                clip = clip_decode.sample_np(spec, [damaged], name="d.mp4")
+                clip = decode_np.sample_np(spec, [damaged], name="d.mp4")
             except ValueError as e:
                 assert "Frame 0 of video `d.mp4` is not a valid JPEG" in str(e)
                 continue
@@ -323,7 +322,7 @@ def test_damaged_entropy_data_that_tensorflow_refuses_numpy_refuses_too(crop_siz
 def test_frames_of_another_size_are_a_clear_error_in_numpy():
     frames = make_frames(6) + make_frames(1, 16, 16)
     with pytest.raises(ValueError, match="Frame 6 of video `v.mp4` decodes to 16x16"):
-        clip_decode.sample_np(ClipSpec(7, mode="center"), frames, name="v.mp4")
+        decode_np.sample_np(ClipSpec(7, mode="center"), frames, name="v.mp4")
 
 
 @pytest.mark.parametrize(
@@ -337,12 +336,12 @@ def test_frames_of_another_size_are_a_clear_error_in_numpy():
 )
 def test_an_unusable_out_array_is_refused(out):
     with pytest.raises(ValueError, match=r"out= must be .* shape \(1, 4, "):
-        clip_decode.sample_np(ClipSpec(4, mode="center"), make_frames(6), out=out)
+        decode_np.sample_np(ClipSpec(4, mode="center"), make_frames(6), out=out)
 
 
 def test_the_clip_is_decoded_into_out():
     frames, out = make_frames(6), np.zeros((4, H, W, 3), np.uint8)
-    clip = clip_decode.sample_np(ClipSpec(4, mode="center"), frames, out=out)
+    clip = decode_np.sample_np(ClipSpec(4, mode="center"), frames, out=out)
     assert np.shares_memory(clip, out)
     np.testing.assert_array_equal(out, full_decode(frames)[1:5])
 
@@ -453,7 +452,7 @@ def test_partial_decode_matches_full_decode_at_every_offset():
     full = full_decode([frame])[0]
     for h, w in [(8, 8), (15, 21), (32, 48)]:
         offsets = np.array([(y, x) for y in range(H - h + 1) for x in range(W - w + 1)])
-        windows, boxes = clip_decode_tf._crop_windows_tf(
+        windows, boxes = decode_tf._crop_windows_tf(
             tf.constant(offsets, tf.int64), tf.constant([(h, w)], tf.int64), (H, W)
         )
         decode_all = tf.function(
@@ -532,13 +531,13 @@ def test_numpy_path_with_a_known_fingerprint_gives_the_tf_paths_clip(video):
     # A reader that caches each video's fingerprint passes it instead of rehashing.
     frames, frames_t, _ = video
     spec = ClipSpec(4, stride=(1, 3), crop_size=(16, 24), flip=True)
-    fingerprint = int(clip_plan.video_fingerprint(frames_t))
+    fingerprint = int(keys.video_fingerprint(frames_t))
     for seed in (0, 7, -3):
-        tf_clip = clip_decode.sample_tf(spec, frames_t, seed).numpy()
-        np_clip = clip_decode.sample_np(spec, frames, seed, fingerprint=fingerprint)
+        tf_clip = decode_tf.sample_tf(spec, frames_t, seed).numpy()
+        np_clip = decode_np.sample_np(spec, frames, seed, fingerprint=fingerprint)
         np.testing.assert_array_equal(np_clip, tf_clip)
-    other = clip_decode.plan_np(spec, frames, 7, fingerprint=fingerprint + 1)
-    assert not np.array_equal(other["indices"], clip_decode.plan_np(spec, frames, 7)["indices"])
+    other = decode_np.plan_np(spec, frames, 7, fingerprint=fingerprint + 1)
+    assert not np.array_equal(other["indices"], decode_np.plan_np(spec, frames, 7)["indices"])
 
 
 def test_numpy_path_runs_without_tensorflow(video):
@@ -554,13 +553,13 @@ def test_numpy_path_runs_without_tensorflow(video):
                     raise ImportError("TensorFlow is blocked in this process")
 
         sys.meta_path.insert(0, NoTensorFlow())
-        from video_tfrecords import clip_decode, clip_decode_tf, clip_plan
-        from video_tfrecords.clip_spec import ClipSpec
+        from video_tfrecords.clips import decode_np, decode_tf, keys, resize
+        from video_tfrecords.clips.spec import ClipSpec
 
         frames = pickle.loads(sys.stdin.buffer.read())
-        clip = clip_decode.sample_np(ClipSpec(**{spec!r}), frames)
+        clip = decode_np.sample_np(ClipSpec(**{spec!r}), frames)
         assert "tensorflow" not in sys.modules
-        sys.stdout.buffer.write(pickle.dumps((clip, clip_plan.fold_in(3, 1))))
+        sys.stdout.buffer.write(pickle.dumps((clip, keys.fold_in(3, 1))))
         """
     )
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -573,9 +572,9 @@ def test_numpy_path_runs_without_tensorflow(video):
     )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     clip, folded = pickle.loads(done.stdout)
-    expected = clip_decode.sample_tf(ClipSpec(**spec), frames_t).numpy()
+    expected = decode_tf.sample_tf(ClipSpec(**spec), frames_t).numpy()
     np.testing.assert_array_equal(clip, expected)  # half-size decode exactly: no resize step
-    assert folded == clip_plan.fold_in(3, 1)
+    assert folded == keys.fold_in(3, 1)
 
 
 def test_decoder_survives_pickling_after_use(video):
@@ -603,9 +602,9 @@ def test_short_side_at_half_size_is_the_jpeg_decoders_own_half_size_decode(crop_
     half_cv = np.stack([opencv_half_decode(f) for f in frames])
     spec = ClipSpec(4, stride=2, num_clips=2, crop_size=crop_size, flip=True, short_side=16)
     for seed in range(4):
-        plan = clip_decode.plan_np(spec, frames, seed)
-        tf_clips = clip_decode.sample_tf(spec, tf.constant(frames), seed).numpy()
-        np_clips = clip_decode.sample_np(spec, frames, seed)
+        plan = decode_np.plan_np(spec, frames, seed)
+        tf_clips = decode_tf.sample_tf(spec, tf.constant(frames), seed).numpy()
+        np_clips = decode_np.sample_np(spec, frames, seed)
         h, w = crop_size or (16, 24)
         assert tf_clips.shape == np_clips.shape == (2, 4, h, w, 3)
         for c in range(2):
@@ -623,8 +622,8 @@ def test_short_side_keeps_the_frames_and_flips_and_places_the_box_in_the_resized
         base = ClipSpec(4, stride=(1, 3), num_clips=3, crop_size=(10, 12), crop=crop, flip=True)
         resized = dataclasses.replace(base, short_side=20)  # frames become 20x30
         for seed in range(20):
-            a = clip_decode.plan_np(base, frames, seed)
-            b = clip_decode.plan_np(resized, frames, seed)
+            a = decode_np.plan_np(base, frames, seed)
+            b = decode_np.plan_np(resized, frames, seed)
             np.testing.assert_array_equal(a["indices"], b["indices"])
             np.testing.assert_array_equal(a["flip"], b["flip"])
             offsets = b["crop_offsets"]
@@ -654,9 +653,9 @@ def test_short_side_geometry_and_pixels(size, short_side, ratio, crop_size):
     out_h, out_w = ((s * short_side + short // 2) // short for s in size)
     assert min(out_h, out_w) == short_side
     for seed in range(3):
-        plan = clip_decode.plan_np(spec, frames, seed)
-        np_clips = clip_decode.sample_np(spec, frames, seed)
-        tf_clips = clip_decode.sample_tf(spec, tf.constant(frames), seed).numpy()
+        plan = decode_np.plan_np(spec, frames, seed)
+        np_clips = decode_np.sample_np(spec, frames, seed)
+        tf_clips = decode_tf.sample_tf(spec, tf.constant(frames), seed).numpy()
         assert np_clips.shape == tf_clips.shape == (2, 3, *(crop_size or (out_h, out_w)), 3)
         # TF's and OpenCV's resizes round differently: within one grey level.
         assert np.abs(np_clips.astype(int) - tf_clips).max() <= 1
@@ -680,8 +679,8 @@ def test_a_box_resized_alone_is_close_to_the_box_of_the_resized_frame():
     full = full_decode(frames)
     for short_side in ((112, 140), 120, 80):
         spec = ClipSpec(3, short_side=short_side, crop_size=(64, 64), num_clips=4, seed=5)
-        plan = clip_decode.plan_np(spec, frames)
-        clips = clip_decode.sample_np(spec, frames)
+        plan = decode_np.plan_np(spec, frames)
+        clips = decode_np.sample_np(spec, frames)
         sides = plan.get("short_side", [short_side] * 4)
         for c in range(4):
             out_h, out_w = int(sides[c]), (128 * int(sides[c]) + 48) // 96
@@ -695,8 +694,8 @@ def test_a_box_resized_alone_is_close_to_the_box_of_the_resized_frame():
 def test_short_side_psnr_against_full_decode_then_area_resize(short_side, min_psnr):
     frames = camera_like(4, 128, 192)
     spec = ClipSpec(4, mode="center", short_side=short_side)
-    clips = {"numpy": clip_decode.sample_np(spec, frames)}
-    clips["tf"] = clip_decode.sample_tf(spec, tf.constant(frames)).numpy()
+    clips = {"numpy": decode_np.sample_np(spec, frames)}
+    clips["tf"] = decode_tf.sample_tf(spec, tf.constant(frames)).numpy()
     out_w = 192 * short_side // 128
     reference = np.stack([area_resized(f, short_side, out_w) for f in full_decode(frames)])
     for path, clip in clips.items():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from tensorflow_datasets.proto import tf_example_pb2
 
-from video_tfrecords.example_parser import parse_example
+from video_tfrecords.records.example_parser import parse_example
 
 
 def test_parse_example_reads_other_valid_encodings_as_protobuf_does():

@@ -1,4 +1,4 @@
-"""Which frames a build keeps, and at what size: pure functions of examples.py."""
+"""Which frames a build keeps, and at what size: pure functions of build/frame_choice.py."""
 
 import dataclasses
 import fractions
@@ -6,7 +6,8 @@ import fractions
 import numpy as np
 import pytest
 
-from video_tfrecords import VideoConfig, examples, video_io
+from video_tfrecords import VideoConfig
+from video_tfrecords.build import frame_choice, video_io
 
 
 @dataclasses.dataclass
@@ -44,24 +45,24 @@ def info(height, width, *, sar=fractions.Fraction(1), rotation=0, display=None):
     ],
 )
 def test_stored_size_follows_the_display_shape(source, short_side, expected):
-    assert examples.stored_size(source, VideoConfig(name="t", short_side=short_side)) == expected
+    assert frame_choice.stored_size(source, VideoConfig(name="t", short_side=short_side)) == expected
 
 
 def test_coded_aspect_keeps_the_pixel_grid_but_still_rotates():
     source = info(480, 720, sar=fractions.Fraction(32, 27), rotation=90, display=(853, 480))
     config = VideoConfig(name="t", short_side=240, coded_aspect=True)
-    assert examples.stored_size(source, config) == (360, 240)
+    assert frame_choice.stored_size(source, config) == (360, 240)
 
 
 def test_upscale_and_fixed_size():
     small = info(100, 200)
-    assert examples.stored_size(small, VideoConfig(name="t", upscale=True)) == (256, 512)
-    assert examples.stored_size(small, VideoConfig(name="t", size=(32, 48))) == (32, 48)
+    assert frame_choice.stored_size(small, VideoConfig(name="t", upscale=True)) == (256, 512)
+    assert frame_choice.stored_size(small, VideoConfig(name="t", size=(32, 48))) == (32, 48)
 
 
 def test_evenly_spaced_includes_first_and_last():
-    assert examples.evenly_spaced(10, 4).tolist() == [0, 3, 6, 9]
-    assert examples.evenly_spaced(3, 8).tolist() == [0, 1, 2]
+    assert frame_choice.evenly_spaced(10, 4).tolist() == [0, 3, 6, 9]
+    assert frame_choice.evenly_spaced(3, 8).tolist() == [0, 1, 2]
 
 
 def frames_at(times):
@@ -73,7 +74,7 @@ def test_resample_picks_the_frame_on_screen_at_each_tick():
     times = [i / 30 for i in range(30)] + [1 + i / 10 for i in range(10)]
     times += [2 + i / 60 for i in range(30)]
     frames = frames_at(times)
-    picked = list(examples.resample(iter(frames), 10.0))
+    picked = list(frame_choice.resample(iter(frames), 10.0))
     ticks = [t for t, _ in picked]
     np.testing.assert_allclose(ticks, np.arange(25) / 10)  # 2.5 s at 10 fps
     for tick, frame in picked:  # on screen: the last frame that started at or before the tick
@@ -82,14 +83,14 @@ def test_resample_picks_the_frame_on_screen_at_each_tick():
 
 
 def test_resample_repeats_frames_of_a_slower_source():
-    picked = list(examples.resample(iter(frames_at([0.0, 0.5, 1.0])), 4.0))
+    picked = list(frame_choice.resample(iter(frames_at([0.0, 0.5, 1.0])), 4.0))
     assert [f.index for _, f in picked] == [0, 0, 1, 1, 2, 2]  # 1.5 s at 4 fps
 
 
 def test_resample_of_one_frame_keeps_it():
-    assert [(t, f.index) for t, f in examples.resample(iter(frames_at([0.0])), 30.0)] == [(0.0, 0)]
+    assert [(t, f.index) for t, f in frame_choice.resample(iter(frames_at([0.0])), 30.0)] == [(0.0, 0)]
 
 
 def test_frame_rate_from_times():
-    assert examples.frame_rate([0.0, 0.04, 0.08], fallback=1.0) == pytest.approx(25.0)
-    assert examples.frame_rate([0.0], fallback=30.0) == 30.0
+    assert frame_choice.frame_rate([0.0, 0.04, 0.08], fallback=1.0) == pytest.approx(25.0)
+    assert frame_choice.frame_rate([0.0], fallback=30.0) == 30.0

@@ -13,8 +13,10 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from video_tfrecords import buffers, clip_plan, input_pipeline
+from video_tfrecords import input_pipeline
+from video_tfrecords.clips import keys
 from video_tfrecords.decoders import ClipDecoder
+from video_tfrecords.records import buffers
 
 H, W = 32, 48
 NUM_VIDEOS = 5
@@ -124,7 +126,6 @@ def test_clip_dataset_training(tiny_data_dir):
         "stride": (1, 2),
         "crop_size": (16, 16),
         "flip": True,
-        "shuffle_buffer": 8,
         "num_epochs": 2,
     }
     ds = input_pipeline.clip_dataset(seed=3, **kwargs)
@@ -142,7 +143,7 @@ def test_clip_dataset_training(tiny_data_dir):
     frames = _stored_frames(tiny_data_dir)
     decoder = ClipDecoder(4, stride=(1, 2), crop_size=(16, 16), flip=True)
     for position, (clip, label) in enumerate(zip(clips, labels)):
-        epoch_seed = clip_plan.fold_in(3, position // NUM_VIDEOS)
+        epoch_seed = keys.fold_in(3, position // NUM_VIDEOS)
         expected = decoder.sample_np(frames[int(label)].numpy(), epoch_seed)
         np.testing.assert_array_equal(np.round(clip * 255).astype(np.uint8), expected)
     # So clips change between epochs ...
@@ -205,7 +206,7 @@ def test_clip_dataset_static_frame_size_without_crop(tiny_data_dir, short_side, 
     # Same clip as the NumPy path with the epoch's seed (half-size decode: exact).
     frames = _stored_frames(tiny_data_dir)[int(labels[0])].numpy()
     decoder = ClipDecoder(2, short_side=short_side)
-    np.testing.assert_array_equal(clips[0], decoder.sample_np(frames, clip_plan.fold_in(1, 0)))
+    np.testing.assert_array_equal(clips[0], decoder.sample_np(frames, keys.fold_in(1, 0)))
 
 
 def test_clip_dataset_evaluation(tiny_data_dir):
@@ -438,7 +439,7 @@ def test_clip_dataset_test_views_and_recipes_have_static_shapes_and_the_decoders
     seen = 0
     for clips, labels in _run(ds):
         for clip, label in zip(clips, labels):
-            expected = decoder.sample_np(frames[int(label)].numpy(), clip_plan.fold_in(5, 0))
+            expected = decoder.sample_np(frames[int(label)].numpy(), keys.fold_in(5, 0))
             np.testing.assert_array_equal(clip, expected)
             seen += 1
     assert seen == NUM_VIDEOS

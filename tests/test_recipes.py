@@ -14,16 +14,14 @@ import math
 import pathlib
 import random
 
-import cv2
+import box_reference
 import numpy as np
 import pytest
 import tensorflow as tf
 from scipy import stats
 
-import box_reference
-
-from video_tfrecords import clip_decode
-from video_tfrecords.clip_spec import ClipSpec
+from video_tfrecords.clips import decode_np, decode_tf
+from video_tfrecords.clips.spec import ClipSpec
 from video_tfrecords.decoders import ClipDecoder
 
 H, W = 32, 48
@@ -66,7 +64,7 @@ def mmaction_test_offsets(num_frames, num_segments):
 @pytest.mark.parametrize("t", [1, 3, 8])
 def test_segment_centers_are_mmaction2_test_offsets(length, t):
     frames = make_frames(length, 8, 8)
-    plan = clip_decode.plan_np(ClipSpec(t, mode="segment_centers"), frames)
+    plan = decode_np.plan_np(ClipSpec(t, mode="segment_centers"), frames)
     np.testing.assert_array_equal(plan["indices"][0], mmaction_test_offsets(length, t))
 
 
@@ -76,7 +74,7 @@ def test_segments_draw_one_frame_within_each_segment_and_reach_all_of_it(length)
     frames = make_frames(length, 8, 8)
     seen = [set() for _ in range(t)]
     for seed in range(300):
-        indices = clip_decode.plan_np(ClipSpec(t, mode="segments", seed=seed), frames)["indices"]
+        indices = decode_np.plan_np(ClipSpec(t, mode="segments", seed=seed), frames)["indices"]
         for k, index in enumerate(indices[0].tolist()):
             # Segment k covers [k L / T, (k + 1) L / T); a frame of it has its start in it
             # (an empty segment, L < T, holds the frame its start falls in).
@@ -94,16 +92,16 @@ def test_segments_decode_the_planned_frames_on_both_paths():
     full = full_decode(frames)
     for mode in ("segments", "segment_centers"):
         spec = ClipSpec(8, mode=mode, seed=5)
-        plan = clip_decode.plan_np(spec, frames)
-        np_clip = clip_decode.sample_np(spec, frames)
-        tf_clip = clip_decode.sample_tf(spec, frames).numpy()
+        plan = decode_np.plan_np(spec, frames)
+        np_clip = decode_np.sample_np(spec, frames)
+        tf_clip = decode_tf.sample_tf(spec, frames).numpy()
         assert frame_ids(np_clip, full) == plan["indices"][0].tolist()
         np.testing.assert_array_equal(np_clip, tf_clip)
 
 
 def test_segments_with_several_clips_differ_per_clip():
     frames = make_frames(80, 8, 8)
-    indices = clip_decode.plan_np(ClipSpec(8, mode="segments", num_clips=4, seed=1), frames)
+    indices = decode_np.plan_np(ClipSpec(8, mode="segments", num_clips=4, seed=1), frames)
     rows = {tuple(r) for r in indices["indices"].tolist()}
     assert len(rows) > 1
 
@@ -144,9 +142,9 @@ def test_fps_takes_the_frame_on_screen_at_each_tick_of_a_vfr_video(fps, stride):
     # (5 fps, stride 2: 6 ticks for a span of 7, so the default "loop" policy wraps around.)
     expected = [on_screen(times, ((start + j * stride) % n) / fps) for j in range(t)]
     spec = ClipSpec(t, stride=stride, mode="center", fps=fps)
-    clip = clip_decode.sample_np(spec, frames, timestamps=times)
+    clip = decode_np.sample_np(spec, frames, timestamps=times)
     assert frame_ids(clip, full) == expected
-    np.testing.assert_array_equal(clip, clip_decode.sample_tf(spec, frames, timestamps=times))
+    np.testing.assert_array_equal(clip, decode_tf.sample_tf(spec, frames, timestamps=times))
 
 
 def test_fps_random_clips_are_runs_of_ticks():
@@ -161,7 +159,7 @@ def test_fps_random_clips_are_runs_of_ticks():
     drawn = set()
     for seed in range(200):
         spec = ClipSpec(t, stride=stride, fps=fps, seed=seed)
-        drawn.add(tuple(clip_decode.plan_np(spec, frames, timestamps=times)["indices"][0]))
+        drawn.add(tuple(decode_np.plan_np(spec, frames, timestamps=times)["indices"][0]))
     assert drawn <= possible
     assert len(drawn) >= len(possible) // 2
 
@@ -171,19 +169,19 @@ def test_fps_at_the_stored_rate_keeps_every_frame_despite_float32_timestamps():
     times = (np.arange(90) / 30.0).astype(np.float32)  # 1/30 rounds up in float32
     spec = ClipSpec(90, fps=30.0, mode="center")
     np.testing.assert_array_equal(
-        clip_decode.plan_np(spec, frames, timestamps=times)["indices"][0], np.arange(90)
+        decode_np.plan_np(spec, frames, timestamps=times)["indices"][0], np.arange(90)
     )
 
 
 def test_fps_without_timestamps_uses_the_stored_frame_rate():
     frames = make_frames(40, 8, 8)
     spec = ClipSpec(10, fps=12.5, mode="center")  # every other frame of a 25 fps video
-    indices = clip_decode.plan_np(spec, frames, source_fps=25.0)["indices"][0]
+    indices = decode_np.plan_np(spec, frames, source_fps=25.0)["indices"][0]
     n = ticks_in(np.arange(40) / 25.0, 12.5)
     start = (n - 10) // 2
     np.testing.assert_array_equal(indices, [2 * (start + j) for j in range(10)])
     with pytest.raises(ValueError, match="fps=12.5 needs each video's timestamps"):
-        clip_decode.plan_np(spec, frames)
+        decode_np.plan_np(spec, frames)
 
 
 @pytest.mark.parametrize("policy", ["loop", "repeat_last", "pad"])
@@ -191,12 +189,12 @@ def test_fps_short_video_policies_count_ticks(policy):
     times = (np.array([0, 100, 200, 300]) / 1000.0).astype(np.float32)  # 4 frames, 10 fps
     frames = make_frames(4, 8, 8)
     spec = ClipSpec(6, fps=20.0, mode="center", short_video=policy)  # 7 ticks of 50 ms
-    indices = clip_decode.plan_np(spec, frames, timestamps=times)["indices"][0].tolist()
+    indices = decode_np.plan_np(spec, frames, timestamps=times)["indices"][0].tolist()
     ticks = {"loop": [0, 1, 2, 3, 4, 5], "repeat_last": [0, 1, 2, 3, 4, 5], "pad": range(6)}
     expected = [on_screen(times, k / 20.0) for k in ticks[policy]]
     assert indices == expected  # 6 ticks fit in the 7 of the video: no policy needed
     spec = ClipSpec(9, fps=20.0, mode="center", short_video=policy)  # 9 ticks > 7
-    indices = clip_decode.plan_np(spec, frames, timestamps=times)["indices"][0].tolist()
+    indices = decode_np.plan_np(spec, frames, timestamps=times)["indices"][0].tolist()
     tick_of = {
         "loop": [k % 7 for k in range(9)],
         "repeat_last": [min(k, 6) for k in range(9)],
@@ -204,7 +202,7 @@ def test_fps_short_video_policies_count_ticks(policy):
     }[policy]
     assert indices == [on_screen(times, k / 20.0) if k >= 0 else -1 for k in tick_of]
     with pytest.raises(ValueError, match="ticks of 1/20.0 s"):
-        clip_decode.plan_np(ClipSpec(9, fps=20.0, short_video="error"), frames, timestamps=times)
+        decode_np.plan_np(ClipSpec(9, fps=20.0, short_video="error"), frames, timestamps=times)
 
 
 # ----------------------------------------------------------------------------
@@ -236,24 +234,24 @@ def test_three_crops_are_pyslowfast_offsets_clip_major(height, width, size):
     frames = make_frames(20, height, width)
     full = full_decode(frames)
     spec = ClipSpec(4, mode="uniform", num_clips=2, crop_size=(size, size), num_crops=3)
-    plan = clip_decode.plan_np(spec, frames)
+    plan = decode_np.plan_np(spec, frames)
     expected = [pyslowfast_offsets(height, width, size, i) for i in range(3)] * 2
     assert [tuple(o) for o in plan["crop_offsets"].tolist()] == expected
-    clips = clip_decode.sample_np(spec, frames)
+    clips = decode_np.sample_np(spec, frames)
     assert clips.shape == (6, 4, size, size, 3)
-    clip_indices = clip_decode.plan_np(ClipSpec(4, mode="uniform", num_clips=2), frames)
+    clip_indices = decode_np.plan_np(ClipSpec(4, mode="uniform", num_clips=2), frames)
     for v in range(6):
         frames_of_clip = clip_indices["indices"][v // 3]
         y, x = expected[v % 3]
         reference = full[frames_of_clip][:, y : y + size, x : x + size]
         np.testing.assert_array_equal(clips[v], reference)
-    np.testing.assert_array_equal(clips, clip_decode.sample_tf(spec, frames).numpy())
+    np.testing.assert_array_equal(clips, decode_tf.sample_tf(spec, frames).numpy())
 
 
 def test_three_crops_after_short_side_are_placed_in_the_resized_frame():
     frames = make_frames(10, 32, 48)
     spec = ClipSpec(2, mode="center", short_side=24, crop_size=(20, 20), num_crops=3)
-    plan = clip_decode.plan_np(spec, frames)
+    plan = decode_np.plan_np(spec, frames)
     expected = [pyslowfast_offsets(24, 36, 20, i) for i in range(3)]
     assert [tuple(o) for o in plan["crop_offsets"].tolist()] == expected
 
@@ -269,7 +267,7 @@ def test_scale_jitter_draws_every_short_side_uniformly():
     counts = np.zeros(hi - lo + 1, int)
     for seed in range(400):
         spec = ClipSpec(1, short_side=(lo, hi), crop_size=(32, 32), num_clips=5, seed=seed)
-        sides = clip_decode.plan_np(spec, frames)["short_side"]
+        sides = decode_np.plan_np(spec, frames)["short_side"]
         assert ((sides >= lo) & (sides <= hi)).all()
         counts += np.bincount(sides - lo, minlength=hi - lo + 1)
     expected = counts.sum() / len(counts)  # 200 per value
@@ -281,8 +279,8 @@ def test_scale_jitter_draws_every_short_side_uniformly():
 def test_scale_jitter_crops_each_clip_from_its_own_resized_frame(short_side):
     frames = make_frames(6, 64, 96)
     spec = ClipSpec(2, short_side=short_side, crop_size=(16, 16), num_clips=4, flip=True, seed=7)
-    plan = clip_decode.plan_np(spec, frames)
-    clips = clip_decode.sample_np(spec, frames)
+    plan = decode_np.plan_np(spec, frames)
+    clips = decode_np.sample_np(spec, frames)
     # The JPEG decoder halves the frame when even the largest short side still fits in half.
     ratio = 2 if short_side[1] * 2 <= 64 else 1
     for c in range(4):
@@ -342,7 +340,7 @@ def test_resized_crop_boxes_follow_torchvision_distribution(size, area, aspect):
             1, crop="resized", crop_size=(16, 16), crop_area=area, crop_aspect=aspect,
             num_clips=50, seed=seed,
         )
-        plan = clip_decode.plan_np(spec, frames)
+        plan = decode_np.plan_np(spec, frames)
         for (y, x), (h, w) in zip(plan["crop_offsets"].tolist(), plan["box_size"].tolist()):
             assert 0 <= y <= height - h and 0 <= x <= width - w and h > 0 and w > 0
             ours.append((y, x, h, w))
@@ -363,7 +361,7 @@ def test_resized_crop_falls_back_to_torchvisions_centre_crop():
     spec = ClipSpec(
         1, crop="resized", crop_size=(8, 8), crop_area=(0.9, 1.0), crop_aspect=(3.0, 4.0), seed=1
     )
-    plan = clip_decode.plan_np(spec, frames)
+    plan = decode_np.plan_np(spec, frames)
     y, x, h, w = torchvision_box(random.Random(0), 60, 60, (0.9, 1.0), (3.0, 4.0))
     assert (y, x, h, w) == (20, 0, 20, 60)
     assert plan["crop_offsets"].tolist() == [[y, x]] and plan["box_size"].tolist() == [[h, w]]
@@ -373,8 +371,8 @@ def test_resized_crop_pixels_are_the_box_resized():
     frames = make_frames(12, 48, 64)
     full = full_decode(frames)
     spec = ClipSpec(3, crop="resized", crop_size=(24, 24), num_clips=4, flip=True, seed=3)
-    plan = clip_decode.plan_np(spec, frames)
-    clips = clip_decode.sample_np(spec, frames)
+    plan = decode_np.plan_np(spec, frames)
+    clips = decode_np.sample_np(spec, frames)
     for c in range(4):
         (y, x), (h, w) = plan["crop_offsets"][c], plan["box_size"][c]
         for t, index in enumerate(plan["indices"][c]):
@@ -413,8 +411,8 @@ def test_a_drawn_box_decodes_at_the_coarsest_scale_that_covers_it():
     spec = ClipSpec(
         2, crop="resized", crop_size=(16, 16), crop_area=(0.3, 1.0), num_clips=6, seed=2
     )
-    plan = clip_decode.plan_np(spec, frames)
-    clips = clip_decode.sample_np(spec, frames)
+    plan = decode_np.plan_np(spec, frames)
+    clips = decode_np.sample_np(spec, frames)
     sizes = plan["box_size"]
     # Reference: the largest of 2, 4, 8 at which every box still covers 16x16 (128 and 192
     # divide by 8, so the grid maps exactly at every scale).
@@ -428,7 +426,7 @@ def test_a_drawn_box_decodes_at_the_coarsest_scale_that_covers_it():
             ).numpy()
             box = box_reference.resized_box(decoded, (y, x), (h, w), (128, 192), (16, 16))
             np.testing.assert_array_equal(clips[c, t], box)
-    np.testing.assert_array_equal(clips, clip_decode.sample_tf(spec, tf.constant(frames)).numpy())
+    np.testing.assert_array_equal(clips, decode_tf.sample_tf(spec, tf.constant(frames)).numpy())
 
 
 @pytest.mark.parametrize("kwargs", NEW_ARGS)
@@ -518,5 +516,5 @@ def test_the_readme_recipe_table_holds_valid_calls():
         kept = {k: train_args[k] for k in ("num_frames", "stride", "fps") if k in train_args}
         for args in (train_args, {**kept, **test_args}):
             spec = ClipSpec(**args)
-            clip = clip_decode.sample_np(spec, frames, seed=0, timestamps=times, source_fps=30.0)
+            clip = decode_np.sample_np(spec, frames, seed=0, timestamps=times, source_fps=30.0)
             assert clip.shape == tuple(spec.output_shape((256, 340))), (name, args)

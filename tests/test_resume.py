@@ -142,7 +142,7 @@ def test_a_successful_build_removes_its_cache(manual_dir, tmp_path):
 
 def test_a_resumed_build_spreads_its_cached_videos_among_the_rest(tmp_path):
     """The schedule that lets the build process read cached videos while workers encode."""
-    from video_tfrecords import cache, examples, manifest
+    from video_tfrecords.build import cache, encoding, manifest
 
     config = VideoConfig(**CONFIG)
     tasks = []
@@ -150,14 +150,14 @@ def test_a_resumed_build_spreads_its_cached_videos_among_the_rest(tmp_path):
         path = tmp_path / f"v{i}.mp4"
         path.write_bytes(b"not decoded here")
         entry = manifest.Entry("train.txt", i + 1, path.name, "c")
-        tasks.append(examples.Task("train", entry, 0, str(path), config, str(tmp_path / "cache")))
-    assert examples.resume_order(tasks) == tasks  # a fresh build: manifest order
+        tasks.append(encoding.Task("train", entry, 0, str(path), config, str(tmp_path / "cache")))
+    assert encoding.resume_order(tasks) == tasks  # a fresh build: manifest order
 
     store = cache.Cache(tmp_path / "cache")
     for task in tasks[:4]:  # a build killed after its first 4 videos
         key = cache.video_key(task.video_path, config.frame_fields(), f"train/{task.entry.path}")
         store.writer(key).finish({"fields": {}, "damage": None})
-    order = [int(t.entry.path[1]) for t in examples.resume_order(tasks)]
+    order = [int(t.entry.path[1]) for t in encoding.resume_order(tasks)]
     assert sorted(order) == list(range(10))
     assert [i for i in order if i < 4] == [0, 1, 2, 3]  # each group keeps its order
     assert [i for i in order if i >= 4] == [4, 5, 6, 7, 8, 9]
@@ -168,16 +168,16 @@ def test_a_resumed_build_spreads_its_cached_videos_among_the_rest(tmp_path):
     for task in tasks[4:]:
         key = cache.video_key(task.video_path, config.frame_fields(), f"train/{task.entry.path}")
         store.writer(key).finish({"fields": {}, "damage": None})
-    assert examples.resume_order(tasks) == tasks  # all cached: nothing to overlap
+    assert encoding.resume_order(tasks) == tasks  # all cached: nothing to overlap
 
 
 def encode_tasks(tmp_path, video, *named, strict=False):
     """Tasks for `video` under (split, manifest path, label) triples, sharing one cache."""
-    from video_tfrecords import examples, manifest
+    from video_tfrecords.build import encoding, manifest
 
     config = VideoConfig(name="tasks", num_workers=1, strict=strict)
     return [
-        examples.Task(
+        encoding.Task(
             split,
             manifest.Entry(f"{split}.txt", 1, path, str(label)),
             label,
@@ -190,44 +190,44 @@ def encode_tasks(tmp_path, video, *named, strict=False):
 
 
 def test_a_cached_video_takes_its_label_and_name_from_the_manifest_of_the_rerun(tmp_path):
-    from video_tfrecords import examples
+    from video_tfrecords.build import encoding
 
     video = tmp_path / "a.mp4"
     synthetic.write_video(str(video), synthetic.moving_frames(6, 48, 64, seed=1))
     before, after, respelled = encode_tasks(
         tmp_path, video, ("train", "a.mp4", 3), ("train", "a.mp4", 7), ("train", "./a.mp4", 7)
     )
-    examples.encode(before)  # the killed build; then the manifest's label is fixed
-    (cached,) = examples.examples_of(examples.encode(after))
+    encoding.encode(before)  # the killed build; then the manifest's label is fixed
+    (cached,) = encoding.examples_of(encoding.encode(after))
     assert cached[0] == "a.mp4#0" and cached[1]["label"] == 7 and cached[1]["filename"] == "a.mp4"
-    (other,) = examples.examples_of(examples.encode(respelled))
+    (other,) = encoding.examples_of(encoding.encode(respelled))
     assert other[0] == "./a.mp4#0" and other[1]["filename"] == "./a.mp4"
     folders = {p.parent for p in (tmp_path / "cache").rglob("done.json")}
     assert len(folders) == 2  # another manifest line naming the file: an entry of its own
 
 
 def test_a_cache_that_cannot_be_written_fails_the_build_instead_of_skipping_videos(tmp_path):
-    from video_tfrecords import examples
+    from video_tfrecords.build import encoding
 
     video = tmp_path / "a.mp4"
     synthetic.write_video(str(video), synthetic.moving_frames(6, 48, 64, seed=1))
     (tmp_path / "cache").write_text("a file where the cache folder should be")
     (task,) = encode_tasks(tmp_path, video, ("train", "a.mp4", 0))
     with pytest.raises(OSError):
-        examples.encode(task)
+        encoding.encode(task)
 
 
 def test_a_damaged_video_cached_by_a_lenient_build_fails_a_strict_one(tmp_path):
     import videos
 
-    from video_tfrecords import examples
+    from video_tfrecords.build import encoding
 
     whole = videos.make(tmp_path / "whole.mp4", num_frames=20)
     damaged = videos.damage_packet(whole, tmp_path / "damaged.mp4", 5)
     (lenient,) = encode_tasks(tmp_path, damaged, ("train", "damaged.mp4", 0))
     (strict,) = encode_tasks(tmp_path, damaged, ("train", "damaged.mp4", 0), strict=True)
-    kept = examples.encode(lenient)
+    kept = encoding.encode(lenient)
     assert kept.entry is not None and kept.note["split"] == "train"
-    refused = examples.encode(strict)  # same cache entry: strict is not a frame field
+    refused = encoding.encode(strict)  # same cache entry: strict is not a frame field
     assert refused.entry is None and refused.skipped["reason"].endswith("(strict build)")
     assert refused.skipped["reason"].startswith(kept.note["reason"])

@@ -15,7 +15,7 @@ import videos
 from av.video.reformatter import ColorRange, Colorspace
 
 from conftest import psnr
-from video_tfrecords import video_io
+from video_tfrecords.build import video_io
 
 CODEC_CONTAINERS = [(codec, ext) for codec, exts in videos.CONTAINERS.items() for ext in exts]
 

@@ -23,9 +23,9 @@ _LAZY = {
     "ClipDecoder": "decoders",
     "EncodedFrames": "decoders",
     "ClipSource": "clip_source",
-    "ClipSpec": "clip_spec",
+    "ClipSpec": "clips.spec",
     "clip_dataset": "input_pipeline",
-    "fold_in": "clip_plan",
+    "fold_in": "clips.keys",
 }
 
 

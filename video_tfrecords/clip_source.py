@@ -2,7 +2,7 @@
 
 For PyTorch (`torch.utils.data.Dataset`), JAX and Grain (`grain.MapDataset.source`).
 It reads the records itself (`shard_reader`) and decodes only the clip's JPEGs with
-libjpeg-turbo (`clip_decode.sample_np`), so a seeded clip equals the one that
+libjpeg-turbo (`decode_np.sample_np`), so a seeded clip equals the one that
 `tfds.load(..., decoders={"video": ClipDecoder(..., seed=S)})` gives.
 """
 
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from video_tfrecords import clip_decode, clip_plan, dataset_files, example_parser, shard_reader
-from video_tfrecords.clip_spec import ClipSpec, is_int
+from video_tfrecords.clips import decode_np, keys
+from video_tfrecords.clips.spec import ClipSpec, is_int
+from video_tfrecords.records import dataset_files, example_parser, shard_reader
+from video_tfrecords.records.checksums import CheckedFrames, CorruptRecordError
 
 __all__ = ["ClipSource"]
 
@@ -152,7 +154,7 @@ class ClipSource:
         """The current clips' seed: the given one, or `fold_in(seed, epoch)` after set_epoch."""
         if self.spec.seed is None or self._epoch is None:
             return self.spec.seed
-        return clip_plan.fold_in(self.spec.seed, self._epoch)
+        return keys.fold_in(self.spec.seed, self._epoch)
 
     def set_epoch(self, epoch: int) -> None:
         """Moves to the clips of `epoch` (seed `fold_in(seed, epoch)`, as clip_dataset's epochs)."""
@@ -208,24 +210,24 @@ class ClipSource:
         try:
             parsed = example_parser.parse_example(record)
         except ValueError as e:
-            raise shard_reader.CorruptRecordError(f"{where()}: {e}") from e
+            raise CorruptRecordError(f"{where()}: {e}") from e
         missing = [name for name in REQUIRED_FEATURES if not len(parsed.get(name, ()))]
         if "filename" not in missing:
             filename = bytes(parsed["filename"][0]).decode("utf-8", "replace")
         if missing:
             video = "" if "filename" in missing else f" (video `{filename}`)"
-            raise shard_reader.CorruptRecordError(f"{where()}{video} has no {', '.join(missing)}.")
+            raise CorruptRecordError(f"{where()}{video} has no {', '.join(missing)}.")
         frames = parsed["video"]
         if self._frame_checks:
             video_where = lambda: f"video `{filename}` ({where()})"
             checksums = parsed.get(dataset_files.FRAME_CHECKSUMS, ())
             if not isinstance(frames, example_parser.ByteValues):
-                raise shard_reader.CorruptRecordError(f"{video_where()}: its frames are not bytes.")
-            frames = shard_reader.CheckedFrames(frames, checksums, video_where)
+                raise CorruptRecordError(f"{video_where()}: its frames are not bytes.")
+            frames = CheckedFrames(frames, checksums, video_where)
             self.reader.check_outside_frames(record_index, record, parsed["video"], checksums)
         fingerprint = None if seed is None else self._fingerprint(record_index, frames, parsed)
         try:
-            video = clip_decode.sample_np(
+            video = decode_np.sample_np(
                 self.spec,
                 frames,
                 seed,
@@ -234,7 +236,7 @@ class ClipSource:
                 out=out,
                 **self._times(parsed),
             )
-        except shard_reader.CorruptRecordError:
+        except CorruptRecordError:
             raise  # names the video and its file already
         except ValueError as e:
             raise ValueError(f"{e} ({where()})") from e
@@ -256,7 +258,7 @@ class ClipSource:
         return {"source_fps": float(fps[0]) if fps is not None and len(fps) else None}
 
     def _fingerprint(self, record_index: int, frames, parsed: dict) -> int:
-        """The video's `clip_plan.video_fingerprint`: stored in the record (2.2.0 on, checked
+        """The video's `keys.video_fingerprint`: stored in the record (2.2.0 on, checked
         with it), else hashed once per process."""
         stored = parsed.get(dataset_files.FINGERPRINT)
         if stored is not None and len(stored):
@@ -264,7 +266,7 @@ class ClipSource:
         position = record_index - self._range.start
         if self._fingerprinted[position]:
             return int(self._fingerprints[position])
-        fingerprint = clip_plan.video_fingerprint(frames)
+        fingerprint = keys.video_fingerprint(frames)
         self._fingerprints[position] = fingerprint
         self._fingerprinted[position] = 1
         return fingerprint

@@ -4,8 +4,9 @@
                    decoders={"video": ClipDecoder(16, stride=2, crop_size=(224, 224))})
 
 `ClipDecoder` is a thin adapter: the clip is described by a `ClipSpec`, planned
-by `clip_plan` and decoded by `clip_decode` (the TF graph in tf.data, NumPy in
-`tfds.data_source`; both give the same frames, box, flip and pixels).
+by `clips.plan` and decoded by `clips.decode_tf` (a TF graph, in tf.data) or
+`clips.decode_np` (NumPy, in `tfds.data_source`); both give the same frames,
+box, flip and pixels.
 
 Caveats:
 
@@ -25,8 +26,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from video_tfrecords import clip_decode
-from video_tfrecords.clip_spec import ClipSpec
+from video_tfrecords.clips import decode_np, decode_tf
+from video_tfrecords.clips.spec import ClipSpec
 
 __all__ = ["ClipDecoder", "EncodedFrames"]
 
@@ -180,7 +181,7 @@ class ClipDecoder(tfds.decode.Decoder):
         e.g. the example's `filename`; defaults to its content fingerprint.
         `timestamps` (else `source_fps`): each frame's time, for `fps`.
         """
-        return clip_decode.sample_tf(
+        return decode_tf.sample_tf(
             self.spec,
             frames,
             seed,
@@ -194,7 +195,7 @@ class ClipDecoder(tfds.decode.Decoder):
         self, frames, seed=None, *, name=None, timestamps=None, source_fps=None
     ) -> np.ndarray:
         """`sample` without TensorFlow: same frames, box, flip and pixels."""
-        return clip_decode.sample_np(
+        return decode_np.sample_np(
             self.spec, frames, seed, name=name, timestamps=timestamps, source_fps=source_fps
         )
 
@@ -208,7 +209,7 @@ class ClipDecoder(tfds.decode.Decoder):
         "crop_offsets" (int64 [num_views, 2], (y, x) of each box in the frame
         after `short_side`; zeros without crop) and "flip" (bool [num_views]).
         """
-        return clip_decode.plan_tf(
+        return decode_tf.plan_tf(
             self.spec, frames, seed, name=name, timestamps=timestamps, source_fps=source_fps
         )
 
@@ -216,6 +217,6 @@ class ClipDecoder(tfds.decode.Decoder):
         self, frames, seed=None, *, name=None, timestamps=None, source_fps=None
     ) -> dict[str, np.ndarray]:
         """`plan` with NumPy; equal to it for the same frames and seed."""
-        return clip_decode.plan_np(
+        return decode_np.plan_np(
             self.spec, frames, seed, name=name, timestamps=timestamps, source_fps=source_fps
         )

@@ -23,9 +23,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from video_tfrecords import buffers, clip_plan
 from video_tfrecords.clip_source import ClipSource
-from video_tfrecords.clip_spec import check_positive_int, is_int
+from video_tfrecords.clips import backends, keys
+from video_tfrecords.clips.spec import check_positive_int, is_int
+from video_tfrecords.records import buffers
 
 __all__ = ["clip_dataset"]
 
@@ -69,7 +70,6 @@ def clip_dataset(
     seed: int | None = None,
     data_dir: str | None = None,
     builder_kwargs: Mapping[str, Any] | None = None,
-    shuffle_buffer: int | None = None,
     num_epochs: int | None = None,
     dtype: tf.dtypes.DType = tf.float32,
     num_parallel_calls: int = tf.data.AUTOTUNE,
@@ -107,8 +107,6 @@ def clip_dataset(
         seed: optional int for a reproducible pipeline.
         data_dir: TFDS data directory.
         builder_kwargs: forwarded to `tfds.builder` (e.g. {"config": ..., "version": ...}).
-        shuffle_buffer: unused: every epoch shuffles the whole split (kept so that
-            existing calls keep working).
         num_epochs: number of passes; None = forever in training, 1 in eval.
         dtype: tf.float32 (default) gives values in [0, 1]; tf.uint8 keeps raw
             bytes (4x less memory; normalise on the accelerator).
@@ -143,8 +141,6 @@ def clip_dataset(
         num_epochs = 1
     if num_epochs is not None:
         num_epochs = check_positive_int("num_epochs", num_epochs)
-    if shuffle_buffer is not None:
-        check_positive_int("shuffle_buffer", shuffle_buffer)
     if input_context is not None:
         shard_index = input_context.input_pipeline_id
         num_shards = input_context.num_input_pipelines
@@ -193,9 +189,9 @@ def _epoch_orders(length: int, seed, training: bool, num_epochs) -> tf.data.Data
     @tf.autograph.experimental.do_not_convert
     def one_epoch(epoch):
         if seed is None:
-            epoch_seed = clip_plan.fresh_seed(clip_plan.tf_ops())
+            epoch_seed = keys.fresh_seed(backends.tf_ops())
         else:
-            epoch_seed = clip_plan.fold_in(seed, epoch)
+            epoch_seed = keys.fold_in(seed, epoch)
         indices = tf.range(length, dtype=tf.int64)
         if training:  # the whole split, shuffled by the epoch's seed
             shuffle_seed = tf.stack([epoch_seed, tf.constant(0, tf.int64)])

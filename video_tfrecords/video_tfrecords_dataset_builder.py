@@ -10,8 +10,9 @@ import tensorflow_datasets as tfds
 from etils import epath
 
 from video_tfrecords import config as config_lib
-from video_tfrecords import examples, manifest, parallel, shard_reader
-from video_tfrecords.examples import VideoBuildError
+from video_tfrecords.build import encoding, manifest, parallel
+from video_tfrecords.build.encoding import VideoBuildError
+from video_tfrecords.records.array_record_shard import note_array_record_use
 
 __all__ = ["Builder", "VideoBuildError"]
 
@@ -78,7 +79,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                     ),
                     "video_fingerprint": _scalar(
                         np.int64,
-                        "The frames' content fingerprint (clip_plan.video_fingerprint), "
+                        "The frames' content fingerprint (clips.keys.video_fingerprint), "
                         "which seeded clips are keyed on.",
                     ),
                     "timestamps": tfds.features.Tensor(
@@ -120,7 +121,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             and self.info.file_format == tfds.core.FileFormat.ARRAY_RECORD
         ):
             # TFDS's writer ran here: workers forked now would crash
-            shard_reader.note_array_record_use()
+            note_array_record_use()
         if self._use_beam:
             self._collect_beam_records()
         if self._cache_dir is not None and not self.builder_config.keep_cache:
@@ -145,7 +146,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         threads = parallel.threads_per_worker(self._num_workers())
         tasks = {
             split: [
-                examples.Task(
+                encoding.Task(
                     split=split,
                     entry=entry,
                     label=dataset.label_id(entry),
@@ -164,30 +165,30 @@ class Builder(tfds.core.GeneratorBasedBuilder):
     def _num_workers(self) -> int:
         return parallel.worker_count(self.builder_config.num_workers)
 
-    def _generate_examples(self, tasks: list[examples.Task]):
+    def _generate_examples(self, tasks: list[encoding.Task]):
         """Yields (key, example) for each video, encoded in worker processes.
 
         Videos go in manifest order, except that on a resumed build the ones
-        already encoded are spread among the others (`examples.resume_order`).
+        already encoded are spread among the others (`encoding.resume_order`).
         """
         outcomes = parallel.ordered_map(
-            examples.encode,
-            examples.resume_order(tasks),
+            encoding.encode,
+            encoding.resume_order(tasks),
             num_workers=self._num_workers(),
-            on_death=examples.on_worker_death,
-            initializer=examples.init_worker,
+            on_death=encoding.on_worker_death,
+            initializer=encoding.init_worker,
         )
         for outcome in outcomes:
-            examples.report(outcome, self.builder_config.strict)
+            encoding.report(outcome, self.builder_config.strict)
             if outcome.skipped:
                 self.info.metadata["skipped"].append(outcome.skipped)
             if outcome.note:
                 self.info.metadata["notes"].append(outcome.note)
-            yield from examples.examples_of(outcome)
+            yield from encoding.examples_of(outcome)
         self._sort_records()
         self._summarize(tasks[0].split)
 
-    def _generate_with_beam(self, tasks: list[examples.Task]):
+    def _generate_with_beam(self, tasks: list[encoding.Task]):
         """The same examples, one video per Beam element; skip records go to files."""
         beam = tfds.core.lazy_imports.apache_beam
         split = tasks[0].split
@@ -198,16 +199,16 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                 pipeline
                 | f"Videos {split}" >> beam.Create(tasks)
                 | f"Spread {split}" >> beam.Reshuffle()
-                | f"Encode {split}" >> beam.Map(examples.encode)
-                | f"Report {split}" >> beam.Map(examples.report, self.builder_config.strict)
+                | f"Encode {split}" >> beam.Map(encoding.encode)
+                | f"Report {split}" >> beam.Map(encoding.report, self.builder_config.strict)
             )
             _ = (
                 outcomes
-                | f"Records {split}" >> beam.FlatMap(examples.records_of)
+                | f"Records {split}" >> beam.FlatMap(encoding.records_of)
                 | f"Write records {split}"
                 >> beam.io.WriteToText(str(records_dir / split), file_name_suffix=".jsonl")
             )
-            return outcomes | f"Examples {split}" >> beam.FlatMap(examples.examples_of)
+            return outcomes | f"Examples {split}" >> beam.FlatMap(encoding.examples_of)
 
         return beam.ptransform_fn(expand)()
 

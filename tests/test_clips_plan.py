@@ -1,4 +1,4 @@
-"""Tests of the clip specification and the clip plan (which frames, box and flip).
+"""Tests of the clip plan: which frames, box and flip (clips/plan.py and the modules it runs).
 
 Plans need no pixels: most videos here are fake JPEGs (a start-of-frame header
 giving the size, then a few distinct bytes), so a plan is checked against its
@@ -8,8 +8,6 @@ definition, against values recorded from the code before the #15 refactor
 
 from __future__ import annotations
 
-import pickle
-
 import cv2
 import numpy as np
 import pytest
@@ -17,8 +15,8 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from video_tfrecords import clip_decode, clip_plan
-from video_tfrecords.clip_spec import ClipSpec
+from video_tfrecords.clips import backends, decode_np, decode_tf, geometry, jpeg, keys
+from video_tfrecords.clips.spec import ClipSpec
 
 
 def fake_jpeg(height: int, width: int, index: int) -> bytes:
@@ -43,69 +41,6 @@ def jpeg_video(length: int, height: int = 40, width: int = 60) -> list[bytes]:
 
 def span(num_frames, stride):
     return (num_frames - 1) * stride + 1
-
-
-# ----------------------------------------------------------------------------
-# ClipSpec
-# ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "kwargs,argument",
-    [
-        ({"num_frames": 0}, "num_frames"),
-        ({"num_frames": -2}, "num_frames"),
-        ({"num_frames": 2.0}, "num_frames"),
-        ({"num_frames": True}, "num_frames"),
-        ({"num_frames": 4, "stride": 0}, "stride"),
-        ({"num_frames": 4, "stride": -1}, "stride"),
-        ({"num_frames": 4, "stride": 1.5}, "stride"),
-        ({"num_frames": 4, "stride": (3, 2)}, "stride"),
-        ({"num_frames": 4, "stride": (0, 2)}, "stride"),
-        ({"num_frames": 4, "stride": (1, 2, 3)}, "stride"),
-        ({"num_frames": 4, "stride": "2"}, "stride"),
-        ({"num_frames": 4, "mode": "middle"}, "mode"),
-        ({"num_frames": 4, "mode": "center", "num_clips": 2}, "mode='center'"),
-        ({"num_frames": 4, "num_clips": 0}, "num_clips"),
-        ({"num_frames": 4, "short_video": "wrap"}, "short_video"),
-        ({"num_frames": 4, "crop": "top-left"}, "crop"),
-        ({"num_frames": 4, "crop_size": 16}, "crop_size"),
-        ({"num_frames": 4, "crop_size": (16,)}, "crop_size"),
-        ({"num_frames": 4, "crop_size": (16, 0)}, "crop_size"),
-        ({"num_frames": 4, "crop_size": (16, 8.5)}, "crop_size"),
-        ({"num_frames": 4, "crop_size": (16, 8, 3)}, "crop_size"),
-        ({"num_frames": 4, "flip": "yes"}, "flip"),
-        ({"num_frames": 4, "seed": "7"}, "seed"),
-        ({"num_frames": 4, "seed": 1.0}, "seed"),
-        ({"num_frames": 4, "short_side": 0}, "short_side"),
-        ({"num_frames": 4, "short_side": 112.0}, "short_side"),
-    ],
-)
-def test_invalid_arguments_raise_naming_the_argument(kwargs, argument):
-    with pytest.raises(ValueError, match=argument):
-        ClipSpec(**kwargs)
-
-
-def test_valid_argument_forms_are_normalised():
-    assert ClipSpec(4, stride=(2, 2)).stride == 2
-    assert ClipSpec(4, stride=[1, 3]).stride == (1, 3)
-    assert ClipSpec(4, crop_size=[8, 8]).crop_size == (8, 8)
-    spec = ClipSpec(np.int64(4), seed=np.int64(3), flip=np.bool_(True), short_side=np.int32(112))
-    assert (spec.num_frames, spec.seed, spec.flip, spec.short_side) == (4, 3, True, 112)
-    assert type(spec.seed) is int and type(spec.flip) is bool
-    assert ClipSpec(4, stride=[1, 3]) == ClipSpec(4, stride=(1, 3))  # one value, one spec
-
-
-def test_spec_properties_frozen_keyword_only_and_picklable():
-    spec = ClipSpec(4, stride=(2, 5), mode="uniform")
-    assert spec.multi_clip and spec.min_stride == 2 and spec.min_span == 7
-    assert not ClipSpec(4).multi_clip and ClipSpec(4, num_clips=2).multi_clip
-    with pytest.raises(AttributeError):
-        spec.num_frames = 8
-    with pytest.raises(TypeError):
-        ClipSpec(4, 2)  # everything but num_frames is keyword-only
-    assert pickle.loads(pickle.dumps(spec)) == spec
-    assert "num_frames=4" in repr(spec)
 
 
 # ----------------------------------------------------------------------------
@@ -155,26 +90,26 @@ def test_seeded_plans_are_those_of_the_code_before_the_refactor(
     kwargs, video, seed, indices, offsets, flips
 ):
     frames = fake_video(*video)
-    plan = clip_decode.plan_np(ClipSpec(**kwargs), frames, seed)
+    plan = decode_np.plan_np(ClipSpec(**kwargs), frames, seed)
     assert plan["indices"].tolist() == indices
     assert plan["crop_offsets"].tolist() == offsets
     assert plan["flip"].astype(int).tolist() == flips
     if "crop_size" not in kwargs:  # TF reads frame sizes with libjpeg: fake frames fail there
-        tf_plan = clip_decode.plan_tf(ClipSpec(**kwargs), tf.constant(frames), seed)
+        tf_plan = decode_tf.plan_tf(ClipSpec(**kwargs), tf.constant(frames), seed)
         assert {k: v.numpy().tolist() for k, v in tf_plan.items()} == {
             k: v.tolist() for k, v in plan.items()
         }
 
 
 def test_fingerprint_and_fold_in_are_those_of_the_code_before_the_refactor():
-    assert clip_plan.video_fingerprint(fake_video(30, 40, 60)) == 4711788444782296839
-    assert clip_plan.video_fingerprint(fake_video(7, 32, 48)) == 2386161518777156911
-    assert [clip_plan.fold_in(7, e) for e in range(3)] == [
+    assert keys.video_fingerprint(fake_video(30, 40, 60)) == 4711788444782296839
+    assert keys.video_fingerprint(fake_video(7, 32, 48)) == 2386161518777156911
+    assert [keys.fold_in(7, e) for e in range(3)] == [
         236966933211079599,
         -5480067580650932058,
         3270201391739464176,
     ]
-    assert clip_plan.fold_in(-1, 2**40) == 2966176977432226172
+    assert keys.fold_in(-1, 2**40) == 2966176977432226172
 
 
 # ----------------------------------------------------------------------------
@@ -193,8 +128,8 @@ def test_center_start_formula():
             spec = ClipSpec(num_frames, stride=stride, mode="center")
             start = (length - needed) // 2
             expected = [list(range(start, start + needed, stride))]
-            assert clip_decode.plan_np(spec, frames)["indices"].tolist() == expected
-            assert clip_decode.plan_tf(spec, frames)["indices"].numpy().tolist() == expected
+            assert decode_np.plan_np(spec, frames)["indices"].tolist() == expected
+            assert decode_tf.plan_tf(spec, frames)["indices"].numpy().tolist() == expected
             checked += 1
     assert checked == 20
 
@@ -203,7 +138,7 @@ def test_center_start_formula():
 def test_uniform_starts_are_evenly_spaced_from_first_to_last(num_clips):
     length, t, stride = 24, 4, 2
     spec = ClipSpec(t, stride=stride, mode="uniform", num_clips=num_clips)
-    indices = clip_decode.plan_np(spec, fake_video(length))["indices"]
+    indices = decode_np.plan_np(spec, fake_video(length))["indices"]
     assert indices.shape == (num_clips, t)
     last = length - span(t, stride)
     if num_clips == 1:
@@ -218,13 +153,13 @@ def test_stride_range_is_capped_so_the_clip_fits():
     spec = ClipSpec(8, stride=(1, 5))  # at most (20 - 1) // 7 = 2 fits
     strides = set()
     for seed in range(40):
-        ids = clip_decode.plan_np(spec, frames, seed)["indices"][0]
+        ids = decode_np.plan_np(spec, frames, seed)["indices"][0]
         assert ids[-1] < 20
         strides |= set(np.diff(ids).tolist())
     assert strides == {1, 2}
     # When even the smallest stride does not fit, the short-video policy applies.
     pad = ClipSpec(8, stride=(3, 5), short_video="pad")
-    ids = clip_decode.plan_np(pad, frames[:10], 0)["indices"][0]
+    ids = decode_np.plan_np(pad, frames[:10], 0)["indices"][0]
     assert ids.tolist() == [0, 3, 6, 9, -1, -1, -1, -1]
 
 
@@ -239,8 +174,8 @@ def test_random_starts_are_uniform_over_the_valid_range():
     num_starts = length - span(t, stride) + 1
     frames = fake_video(length)
     spec = ClipSpec(t, stride=stride)
-    seeds = [clip_plan.fold_in(2024, s) for s in range(3200)]
-    starts = [clip_decode.plan_np(spec, frames, s)["indices"][0, 0] for s in seeds]
+    seeds = [keys.fold_in(2024, s) for s in range(3200)]
+    starts = [decode_np.plan_np(spec, frames, s)["indices"][0, 0] for s in seeds]
     counts = np.bincount(starts, minlength=num_starts)
     assert counts.size == num_starts  # nothing outside [0, 15]
     assert counts.min() > 0
@@ -256,7 +191,7 @@ def test_random_crop_offsets_and_flips_cover_their_range():
     spec = ClipSpec(1, crop_size=(28, 40), flip=True)
     ys, xs, flips = set(), set(), set()
     for seed in range(200):
-        plan = clip_decode.plan_np(spec, frames, seed)
+        plan = decode_np.plan_np(spec, frames, seed)
         y, x = plan["crop_offsets"][0]
         ys.add(int(y))
         xs.add(int(x))
@@ -269,9 +204,9 @@ def test_random_crop_offsets_and_flips_cover_their_range():
 def test_without_seed_every_plan_is_fresh():
     frames = fake_video(50)
     spec = ClipSpec(4, crop_size=(8, 8))
-    plans = {str(clip_decode.plan_np(spec, frames)) for _ in range(10)}
+    plans = {str(decode_np.plan_np(spec, frames)) for _ in range(10)}
     assert len(plans) > 1
-    seeds = {clip_plan.fresh_seed() for _ in range(10)}
+    seeds = {keys.fresh_seed() for _ in range(10)}
     assert len(seeds) == 10 and all(-(2**63) <= s < 2**63 for s in seeds)
 
 
@@ -304,8 +239,8 @@ def test_tf_and_numpy_plans_agree_and_stay_in_range(
         crop_size=crop,
         flip=True,
     )
-    plan = clip_decode.plan_np(spec, frames, seed)
-    tf_plan = clip_decode.plan_tf(spec, tf.constant(frames), seed)
+    plan = decode_np.plan_np(spec, frames, seed)
+    tf_plan = decode_tf.plan_tf(spec, tf.constant(frames), seed)
     for key in ("indices", "crop_offsets", "flip"):
         np.testing.assert_array_equal(tf_plan[key].numpy(), plan[key])
     indices = plan["indices"]
@@ -325,10 +260,10 @@ def test_tf_and_numpy_plans_agree_and_stay_in_range(
 
 def test_fingerprint_is_a_content_identity():
     frames = fake_video(9)
-    base = clip_plan.video_fingerprint(frames)
-    assert base == clip_plan.video_fingerprint([bytes(f) for f in frames])  # content, not object
-    assert base == clip_plan.video_fingerprint(np.array(frames, dtype=object))
-    assert base == clip_plan.video_fingerprint([memoryview(f) for f in frames])
+    base = keys.video_fingerprint(frames)
+    assert base == keys.video_fingerprint([bytes(f) for f in frames])  # content, not object
+    assert base == keys.video_fingerprint(np.array(frames, dtype=object))
+    assert base == keys.video_fingerprint([memoryview(f) for f in frames])
     other = fake_jpeg(40, 60, 99)
     changed = [
         [other, *frames[1:]],  # first frame
@@ -336,12 +271,12 @@ def test_fingerprint_is_a_content_identity():
         [*frames[:-1], other],  # last frame
         frames[:-1],  # length
     ]
-    prints = {clip_plan.video_fingerprint(f) for f in changed}
+    prints = {keys.video_fingerprint(f) for f in changed}
     assert len(prints) == 4 and base not in prints
     for f in [*changed, frames, []]:
-        as_tensor = clip_plan.video_fingerprint(tf.constant(f, tf.string))
+        as_tensor = keys.video_fingerprint(tf.constant(f, tf.string))
         assert as_tensor.dtype == tf.int64
-        assert int(as_tensor) == clip_plan.video_fingerprint(f)
+        assert int(as_tensor) == keys.video_fingerprint(f)
 
 
 def test_fingerprint_hashes_both_ends_of_large_frames():
@@ -349,10 +284,10 @@ def test_fingerprint_hashes_both_ends_of_large_frames():
     frames = [b"\xff\xd8\xff" + big]
     middle = [b"\xff\xd8\xff" + big[:12800] + b"x" + big[12801:]]  # outside head and tail
     tail = [b"\xff\xd8\xff" + big[:-1] + b"x"]
-    base = clip_plan.video_fingerprint(frames)
-    assert clip_plan.video_fingerprint(middle) == base  # bounded cost: the middle is not read
-    assert clip_plan.video_fingerprint(tail) != base
-    assert int(clip_plan.video_fingerprint(tf.constant(tail))) == clip_plan.video_fingerprint(tail)
+    base = keys.video_fingerprint(frames)
+    assert keys.video_fingerprint(middle) == base  # bounded cost: the middle is not read
+    assert keys.video_fingerprint(tail) != base
+    assert int(keys.video_fingerprint(tf.constant(tail))) == keys.video_fingerprint(tail)
 
 
 def test_numpy_fingerprint_equals_tensorflows_around_the_hashed_run_length():
@@ -362,34 +297,34 @@ def test_numpy_fingerprint_equals_tensorflows_around_the_hashed_run_length():
     for first, middle, last in zip(sizes, sizes[3:] + sizes[:3], sizes[6:] + sizes[:6]):
         frames = [rng.bytes(n) for n in (first, 5, middle, 7, last)]
         for video in (frames, frames[:1], frames[:2]):
-            expected = int(clip_plan.video_fingerprint(tf.constant(video, tf.string)))
-            assert clip_plan.video_fingerprint(video) == expected
+            expected = int(keys.video_fingerprint(tf.constant(video, tf.string)))
+            assert keys.video_fingerprint(video) == expected
     for video_sizes in ((8192, 9000, 20000, 5, 8192), (40000, 1, 2, 16385, 3, 30000)):
         video = [rng.bytes(n) for n in video_sizes]  # three distinct frames of >= 8192 bytes
-        expected = int(clip_plan.video_fingerprint(tf.constant(video, tf.string)))
-        assert clip_plan.video_fingerprint(video) == expected
+        expected = int(keys.video_fingerprint(tf.constant(video, tf.string)))
+        assert keys.video_fingerprint(video) == expected
 
 
 def test_fold_in_gives_per_epoch_seeds_that_replay():
-    seeds = [clip_plan.fold_in(7, epoch) for epoch in range(4)]
+    seeds = [keys.fold_in(7, epoch) for epoch in range(4)]
     assert len(set(seeds)) == 4
-    assert seeds == [clip_plan.fold_in(7, epoch) for epoch in range(4)]
-    assert seeds == [int(clip_plan.fold_in(7, tf.constant(e, tf.int64))) for e in range(4)]
-    assert seeds == [int(clip_plan.fold_in(tf.constant(7), e)) for e in range(4)]
+    assert seeds == [keys.fold_in(7, epoch) for epoch in range(4)]
+    assert seeds == [int(keys.fold_in(7, tf.constant(e, tf.int64))) for e in range(4)]
+    assert seeds == [int(keys.fold_in(tf.constant(7), e)) for e in range(4)]
     assert all(-(2**63) <= s < 2**63 for s in seeds)
     frames = fake_video(30)
-    per_epoch = [clip_decode.plan_np(ClipSpec(4), frames, s)["indices"].tolist() for s in seeds]
+    per_epoch = [decode_np.plan_np(ClipSpec(4), frames, s)["indices"].tolist() for s in seeds]
     assert len({str(p) for p in per_epoch}) > 1
 
 
 def test_same_seed_same_plan_different_videos_different_plans():
     spec = ClipSpec(4, crop_size=(8, 8), flip=True, seed=11)
     videos = [fake_video(30 + i) for i in range(6)]
-    plans = [str(clip_decode.plan_np(spec, v)) for v in videos]
-    assert plans == [str(clip_decode.plan_np(spec, v)) for v in videos]
+    plans = [str(decode_np.plan_np(spec, v)) for v in videos]
+    assert plans == [str(decode_np.plan_np(spec, v)) for v in videos]
     assert len(set(plans)) == 6  # the key depends on the video content
     # A seed passed to the call overrides the spec's.
-    assert str(clip_decode.plan_np(spec, videos[0], 12)) != plans[0]
+    assert str(decode_np.plan_np(spec, videos[0], 12)) != plans[0]
 
 
 # ----------------------------------------------------------------------------
@@ -413,10 +348,10 @@ def test_same_seed_same_plan_different_videos_different_plans():
     ],
 )
 def test_resized_size_and_reduction(size, short_side, resized, ratio):
-    for ops in (clip_plan.NP_OPS, clip_plan.tf_ops()):
-        got = clip_plan.resized_size(ops, *size, short_side)
+    for ops in (backends.NP_OPS, backends.tf_ops()):
+        got = geometry.resized_size(ops, *size, short_side)
         assert tuple(int(v) for v in got) == resized
-        assert int(clip_plan.reduction(ops, *size, short_side)) == ratio
+        assert int(geometry.reduction(ops, *size, short_side)) == ratio
     assert min(resized) == short_side
 
 
@@ -440,13 +375,13 @@ def _jpeg(height, width, **params):
 )
 def test_jpeg_header_size_matches_tensorflow(data):
     expected = tuple(tf.io.extract_jpeg_shape(data).numpy()[:2])
-    assert clip_plan.jpeg_size(data) == expected
-    assert clip_plan.jpeg_size(memoryview(data)) == expected
+    assert jpeg.jpeg_size(data) == expected
+    assert jpeg.jpeg_size(memoryview(data)) == expected
     # An APP segment before the frame header (EXIF-like) is skipped.
     app1 = b"\xff\xe1\x00\x10" + b"Exif\x00\x00" + bytes(8)
-    assert clip_plan.jpeg_size(data[:2] + app1 + data[2:]) == expected
+    assert jpeg.jpeg_size(data[:2] + app1 + data[2:]) == expected
 
 
 @pytest.mark.parametrize("data", [b"", b"corrupt", b"\xff\xd8\xff", b"\xff\xd8\xff\xe0\x00"])
 def test_jpeg_header_size_of_non_jpegs_is_none(data):
-    assert clip_plan.jpeg_size(data) is None
+    assert jpeg.jpeg_size(data) is None

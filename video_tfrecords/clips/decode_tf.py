@@ -1,6 +1,6 @@
 """Decoding a clip in a TensorFlow graph (tf.data): only the planned frames, and only each box.
 
-`sample_tf` runs the same checked plan as the NumPy path (`clip_layout`) and
+`sample_tf` runs the same checked plan as the NumPy path (`plan`) and
 returns the same pixels (within one grey level where whole frames are resized):
 JPEGs are decoded with libjpeg-turbo's accurate integer IDCT and, with a crop,
 only the box's window is decoded (`decode_and_crop_jpeg`). Boxes are resized
@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from video_tfrecords import buffers, clip_plan
-from video_tfrecords.clip_layout import checked_plan, video_label
-from video_tfrecords.clip_spec import ClipSpec
+from video_tfrecords.clips import backends, geometry, jpeg
+from video_tfrecords.clips.plan import checked_plan, video_label
+from video_tfrecords.clips.resize import resize_box
+from video_tfrecords.clips.spec import ClipSpec
+from video_tfrecords.records import buffers
 
 __all__ = ["plan_tf", "sample_tf"]
 
@@ -25,11 +27,10 @@ __all__ = ["plan_tf", "sample_tf"]
 # image edge; decoding a slightly larger window and slicing gives exactly the
 # pixels of a full decode (2 px suffice; 4 for margin).
 _CROP_MARGIN = 4
-# Windows start on a multiple of 16 columns, the widest MCU (4:2:0). libjpeg-turbo
-# starts a cropped decode at an MCU boundary anyway, and windows that start elsewhere
-# made TF's decode_and_crop_jpeg dearer than a whole decode: a jitter + crop clip
-# cost 1.36x a plain clip of the same frames, 1.15x with aligned windows
-# (benchmarks/recipe_speed.py, 340x256 q90).
+# Windows start on a multiple of 16 columns, the widest MCU (4:2:0): libjpeg-turbo
+# starts a cropped decode at an MCU boundary anyway, and TF's decode_and_crop_jpeg of a
+# window that starts elsewhere costs more than the aligned window around it
+# (docs/performance.md, recipes).
 _WINDOW_COLUMNS = 16
 _DCT_METHOD = "INTEGER_ACCURATE"
 
@@ -38,7 +39,7 @@ def plan_tf(
     spec: ClipSpec, frames, seed=None, *, name=None, timestamps=None, source_fps=None
 ) -> dict[str, Any]:
     """The TF plan of `sample_tf(spec, frames, seed)`, without decoding pixels (see `plan_np`)."""
-    ops = clip_plan.tf_ops()
+    ops = backends.tf_ops()
     frames = ops.tf.convert_to_tensor(frames, ops.tf.string)
     return checked_plan(
         ops, spec, frames, seed, name, timestamps=timestamps, source_fps=source_fps
@@ -67,7 +68,7 @@ def sample_tf(
         uint8 tensor [T, H, W, 3] or [num_views, T, H, W, 3], static wherever known.
         Only the clip's frames are decoded (and only the box of each, with a crop).
     """
-    ops = clip_plan.tf_ops()
+    ops = backends.tf_ops()
     tf = ops.tf
     frames = tf.convert_to_tensor(frames, tf.string)
     layout = checked_plan(
@@ -85,7 +86,7 @@ def sample_tf(
 
 def _decode_tf(spec, frames, layout, name, frame_shape):
     """Decodes the planned frames, each distinct (frame, box) once."""
-    ops = clip_plan.tf_ops()
+    ops = backends.tf_ops()
     tf = ops.tf
     plan = layout.plan
     num_clips, t = spec.num_views, spec.num_frames
@@ -102,7 +103,7 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
     else:
         u_frames, inverse = tf.unique(safe)
         u_clips = tf.zeros_like(u_frames)
-    bad = tf.not_equal(tf.gather(tf.strings.substr(frames, 0, 3), u_frames), clip_plan.JPEG_MAGIC)
+    bad = tf.not_equal(tf.gather(tf.strings.substr(frames, 0, 3), u_frames), jpeg.JPEG_MAGIC)
     valid = ops.check(
         tf.logical_not(tf.reduce_any(bad)),
         lambda: (
@@ -144,8 +145,8 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
         if isinstance(layout.ratio, int):
             clips = decode_all(layout.ratio)
         else:  # Frame sizes known only at run time: a branch per DCT scaling.
-            branch = tf.reduce_sum(tf.cast(layout.ratio >= clip_plan.REDUCTIONS[1:], tf.int32))
-            branches = [lambda r=r: decode_all(r) for r in clip_plan.REDUCTIONS]
+            branch = tf.reduce_sum(tf.cast(layout.ratio >= geometry.REDUCTIONS[1:], tf.int32))
+            branches = [lambda r=r: decode_all(r) for r in geometry.REDUCTIONS]
             clips = tf.switch_case(branch, branches)
     if spec.short_video == "pad":
         clips = tf.where(tf.reshape(flat >= 0, [-1, 1, 1, 1]), clips, tf.zeros_like(clips))
@@ -170,7 +171,7 @@ def _shared_crops_tf(spec, layout, frames, ratio):
     The crops of a clip cover its frames' long side: one whole decode costs less
     than three box decodes, and a frame shared by overlapping clips is decoded once.
     """
-    tf = clip_plan.tf_ops().tf
+    tf = backends.tf_ops().tf
     n = spec.num_clips * spec.num_frames
     wanted = tf.reshape(tf.maximum(layout.plan["indices"][:: spec.num_crops], 0), [n])
     distinct, inverse = tf.unique(wanted)
@@ -194,9 +195,9 @@ def _cut_crops_tf(spec, offsets, inverse, images, stacked=False):
     [num_views * T, h, w, 3]; `images` holds the frames, one tensor each or `stacked` in one.
 
     One copy, in NumPy, into a reused array (`buffers`): 3 crops of 256 from a 340x256
-    frame are 2.3x its pixels, and TensorFlow's slices and stack copied them twice.
+    frame are 2.3x its pixels, which TensorFlow's slices and stack would copy twice.
     """
-    tf = clip_plan.tf_ops().tf
+    tf = backends.tf_ops().tf
     k, t, (h, w) = spec.num_crops, spec.num_frames, spec.crop_size
 
     def cut(offsets, inverse, *images):
@@ -221,7 +222,7 @@ def _frame_decoder_tf(spec, layout, views, ratio, *, whole=False):
     boxes resized on their own (`layout.boxes`) are decoded and resized one by
     one; fixed boxes (no resize) are cut from a decode of their window only.
     """
-    tf = clip_plan.tf_ops().tf
+    tf = backends.tf_ops().tf
     if spec.crop_size is None or whole:
         if spec.short_side is None:
             out, needs_resize = None, False
@@ -260,7 +261,7 @@ def _resized_boxes_tf(spec, layout, data, ratio):
     A view's frames share its box: their windows decode to one size, so the
     view's T boxes are resized and flipped by one call (per view, not per frame).
     """
-    tf = clip_plan.tf_ops().tf
+    tf = backends.tf_ops().tf
     views, t = spec.num_views, spec.num_frames
     every_view = tf.range(views, dtype=tf.int64)
     columns, _, _ = _frame_decoder_tf(spec, layout, every_view, ratio)  # window, box, flip
@@ -274,7 +275,7 @@ def _resized_boxes_tf(spec, layout, data, ratio):
 
 def _decode_window_tf(data, window, ratio):
     """The JPEG's window [y, x, h, w] (in the frame decoded at 1/ratio), decoded."""
-    tf = clip_plan.tf_ops().tf
+    tf = backends.tf_ops().tf
     return tf.io.decode_and_crop_jpeg(data, window, channels=3, ratio=ratio, dct_method=_DCT_METHOD)
 
 
@@ -285,7 +286,7 @@ def _crop_windows_tf(offsets, sizes, decoded):
     that decodes to size `decoded`; the window is the box plus a margin, inside
     the frame, widened left to a multiple of 16 columns.
     """
-    tf = clip_plan.tf_ops().tf
+    tf = backends.tf_ops().tf
     decoded = tf.cast(tf.stack(decoded), tf.int64)
     start = tf.maximum(offsets - _CROP_MARGIN, 0)
     start = start - start % tf.constant([1, _WINDOW_COLUMNS], tf.int64)
@@ -299,16 +300,13 @@ def _box_resize_tf(images, at, size, flip, crop_size):
     """The box at (y, x) of `size` in each of `images` (a list of [h, w, 3]), resized
     to `crop_size` and flipped: [len(images), *crop_size, 3].
 
-    By `clip_decode.resize_box`, OpenCV called from the graph: TensorFlow's
-    resize kernels cost 0.7 of a JPEG decode per 224x224 box, OpenCV's a
-    quarter of that (it releases the GIL), and both paths then give equal
-    pixels. The images go in as separate tensors: no stacked copy.
+    By `resize.resize_box`, OpenCV called from the graph: it costs a quarter
+    of TensorFlow's resize kernels (and releases the GIL), and both paths then
+    give equal pixels. The images go in as separate tensors: no stacked copy.
     """
-    tf = clip_plan.tf_ops().tf
+    tf = backends.tf_ops().tf
 
     def resize(at, size, flip, *images):
-        from video_tfrecords.clip_decode import resize_box  # noqa: PLC0415  (imports this module)
-
         (y, x), (h, w) = at[:2], size
         out = np.empty((len(images), *crop_size, 3), np.uint8)
         for image, target in zip(images, out):
@@ -323,14 +321,14 @@ def _differ(a, b):
     """Whether two (h, w) sizes differ: a Python bool when both are static, else a tensor."""
     if all(isinstance(v, int) for v in (*a, *b)):
         return tuple(a) != tuple(b)
-    tf = clip_plan.tf_ops().tf
+    tf = backends.tf_ops().tf
     a, b = tf.cast(tf.stack(a), tf.int64), tf.cast(tf.stack(b), tf.int64)
     return tf.reduce_any(tf.not_equal(a, b))
 
 
 def _maybe_resize_tf(image, size, needs_resize):
     """Area-resizes `image` to `size` (rounded half up, as OpenCV's uint8 resize) if needed."""
-    tf = clip_plan.tf_ops().tf
+    tf = backends.tf_ops().tf
 
     def resize():
         resized = tf.image.resize(image, tf.cast(tf.stack(size), tf.int32), method="area")
@@ -347,7 +345,7 @@ def _mirror_tf(clip):
     Reversing axis 1 of the [T * H, W, 3] view takes half the time of
     reversing axis 2 of the clip itself.
     """
-    tf = clip_plan.tf_ops().tf
+    tf = backends.tf_ops().tf
     shape = tf.shape(clip)
     rows = tf.reshape(clip, tf.stack([-1, shape[2], 3]))
     return tf.reshape(tf.reverse(rows, axis=[1]), shape)

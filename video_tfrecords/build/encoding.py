@@ -24,14 +24,15 @@ import cv2
 import numpy as np
 from awscrt import checksums
 
-from video_tfrecords import cache, clip_plan, manifest, video_io
+from video_tfrecords.build import cache, manifest, video_io
+from video_tfrecords.build.frame_choice import frame_rate, selected_frames, stored_size
+from video_tfrecords.clips import keys
 from video_tfrecords.config import VideoConfig
 
 log = logging.getLogger(__name__)
 
 # Protobuf refuses messages over 2 GiB; stay well clear of it.
 MAX_EXAMPLE_BYTES = 1 << 30
-_EPSILON = 1e-6  # seconds: timestamps closer than this are the same instant
 
 
 class VideoBuildError(RuntimeError):
@@ -69,91 +70,12 @@ class Outcome:
     note: dict | None = None  # kept, but worth knowing (damage, missing timestamps)
 
 
-# -- geometry and frame choice ------------------------------------------------
-
-
-def stored_size(info: video_io.VideoInfo, config: VideoConfig) -> tuple[int, int]:
-    """The (height, width) frames are stored at: display aspect, then the size rules."""
-    if config.size is not None:
-        return tuple(config.size)
-    if config.coded_aspect:
-        height, width = info.coded_height, info.coded_width
-        if info.rotation in (90, 270):
-            height, width = width, height
-    else:
-        height, width = info.display_height, info.display_width
-    short = min(height, width)
-    if config.short_side is None or (short <= config.short_side and not config.upscale):
-        return height, width
-    scale = config.short_side / short
-    return max(1, round(height * scale)), max(1, round(width * scale))
-
-
-def evenly_spaced(count: int, n: int) -> np.ndarray:
-    """`n` frame indices spread evenly over `count` frames, first and last included."""
-    if count <= n:
-        return np.arange(count)
-    return np.unique(np.linspace(0, count - 1, n).round().astype(np.int64))
-
-
-def resample(
-    frames: Iterator[video_io.Frame], fps: float
-) -> Iterator[tuple[float, video_io.Frame]]:
-    """Yields (tick time, frame) for the frame on screen at each tick k / fps.
-
-    A frame is on screen from its timestamp to the next frame's (the last one
-    for as long as the gap before it), so variable-frame-rate video comes out
-    at a true constant rate: slower stretches repeat frames, faster ones drop.
-    """
-    period, tick, previous, gap = 1.0 / fps, 0, None, 0.0
-    for frame in frames:
-        if previous is not None:
-            gap = frame.time - previous.time
-            while tick * period < frame.time - _EPSILON:
-                yield tick * period, previous
-                tick += 1
-        previous = frame
-    if previous is None:
-        return
-    while tick == 0 or tick * period < previous.time + gap - _EPSILON:
-        yield tick * period, previous
-        tick += 1
-
-
-def selected_frames(
-    frames: Iterator[video_io.Frame], task: Task
-) -> Iterator[tuple[float, video_io.Frame]]:
-    """Yields (time in seconds, frame) for every frame the config keeps, in order."""
-    config = task.config
-    if config.fps is not None:
-        chosen = resample(frames, config.fps)
-    elif config.num_frames is not None:
-        count = video_io.count_frames(task.video_path, threads=task.decoder_threads)
-        keep = set(evenly_spaced(count, config.num_frames).tolist())
-        chosen = ((f.time, f) for f in frames if f.index in keep)
-    else:
-        chosen = ((f.time, f) for f in frames)
-    for number, pair in enumerate(chosen):
-        if config.max_frames is not None and number >= config.max_frames:
-            break
-        yield pair
-    for _ in frames:  # decode the rest: the source's frame count and damage are of the whole file
-        pass
-
-
 def encode_jpeg(frame_bgr: np.ndarray, quality: int) -> bytes:
     """JPEG-encodes a BGR frame (the file stores RGB, as every decoder expects)."""
     ok, buffer = cv2.imencode(".jpg", frame_bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
     if not ok:
         raise video_io.VideoError(f"JPEG encoding failed for a frame of shape {frame_bgr.shape}")
     return buffer.tobytes()
-
-
-def frame_rate(times: list[float], fallback: float) -> float:
-    """Frames per second of the stored frames, from their times."""
-    if len(times) > 1 and times[-1] - times[0] > _EPSILON:
-        return (len(times) - 1) / (times[-1] - times[0])
-    return fallback
 
 
 def human_bytes(size: float) -> str:
@@ -258,7 +180,8 @@ def _encode_frames(task: Task, video: video_io.Video, add: Callable[[dict], None
 
     segment = _Segment(start=0)
     times, last_index, last_jpeg = [], None, None
-    for time, frame in selected_frames(counted(video.frames()), task):
+    count = lambda: video_io.count_frames(task.video_path, threads=task.decoder_threads)
+    for time, frame in selected_frames(counted(video.frames()), config, count):
         if frame.index != last_index:  # resampling may repeat a frame: encode it once
             last_index = frame.index
             last_jpeg = encode_jpeg(frame.bgr(*size), config.jpeg_quality)
@@ -326,7 +249,7 @@ def examples_of(outcome: Outcome) -> Iterator[tuple[str, dict]]:
     fields = {**outcome.entry.summary["fields"], "label": task.label, "filename": task.entry.path}
     for segment, part in enumerate(outcome.entry.parts()):
         # What seeded clips are keyed on; stored so that a reader need not hash frames.
-        fingerprint = clip_plan.video_fingerprint(part["video"])
+        fingerprint = keys.video_fingerprint(part["video"])
         yield (
             f"{task.entry.path}#{segment}",
             {**fields, **part, "segment": segment, "video_fingerprint": fingerprint},
@@ -338,7 +261,7 @@ def examples_of(outcome: Outcome) -> Iterator[tuple[str, dict]]:
 
 def on_worker_death(task: Task, exitcode: int) -> Outcome:
     """A video whose worker died twice: a skip record with the signal or exit code."""
-    from video_tfrecords import parallel
+    from video_tfrecords.build import parallel
 
     return Outcome(task, skipped=task.record(parallel.death_reason(exitcode)))
 

@@ -1,6 +1,6 @@
 """Array backends for the clip plan: the few ops it needs, on NumPy or TensorFlow.
 
-The plan (`clip_plan`) is written once over these ops, so the NumPy path and
+The plan (`plan`, `sampling`, `boxes`, `geometry`, `keys`) is written once over these ops, so the NumPy path and
 the TF path draw identical clips. `tf_ops()` imports TensorFlow on first use,
 so a process without TensorFlow can plan clips.
 """
@@ -16,12 +16,11 @@ import threading
 
 import numpy as np
 
-__all__ = ["JPEG_MAGIC", "NP_OPS", "NumpyOps", "TensorFlowOps", "jpeg_size", "ops_for", "tf_ops"]
+from video_tfrecords.clips import jpeg
 
-_U64 = 2**64
-JPEG_MAGIC = b"\xff\xd8\xff"
-# Start-of-frame markers (they carry the image size): C0-CF but DHT, JPG and DAC.
-_SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+__all__ = ["NP_OPS", "U64", "NumpyOps", "TensorFlowOps", "ops_for", "tf_ops"]
+
+U64 = 2**64
 
 class NumpyOps:
     """NumPy (and plain Python) implementations; checks raise ValueError."""
@@ -100,13 +99,13 @@ class NumpyOps:
 
     @staticmethod
     def seed_u64(seed):
-        return np.uint64(int(seed) % _U64)
+        return np.uint64(int(seed) % U64)
 
     @staticmethod
     def signed(u):
         """uint64 -> Python int in the int64 range."""
         v = int(u)
-        return v - _U64 if v >= 2**63 else v
+        return v - U64 if v >= 2**63 else v
 
     @staticmethod
     def fresh_u64():
@@ -119,11 +118,11 @@ class NumpyOps:
 
     @staticmethod
     def is_jpeg(data):
-        return jpeg_size(data) is not None
+        return jpeg.jpeg_size(data) is not None
 
     @staticmethod
     def jpeg_size(data):
-        return tuple(np.int64(v) for v in jpeg_size(data))
+        return tuple(np.int64(v) for v in jpeg.jpeg_size(data))
 
     @staticmethod
     def message(parts):
@@ -216,7 +215,7 @@ class TensorFlowOps:
     def seed_u64(self, seed):
         tf = self.tf
         if isinstance(seed, numbers.Integral):
-            return tf.constant(int(seed) % _U64, tf.uint64)
+            return tf.constant(int(seed) % U64, tf.uint64)
         seed = tf.convert_to_tensor(seed)
         if seed.dtype == tf.uint64:
             return seed
@@ -241,7 +240,7 @@ class TensorFlowOps:
         return contextlib.nullcontext()
 
     def is_jpeg(self, data):
-        return self.tf.reduce_all(self.tf.equal(self.tf.strings.substr(data, 0, 3), JPEG_MAGIC))
+        return self.tf.reduce_all(self.tf.equal(self.tf.strings.substr(data, 0, 3), jpeg.JPEG_MAGIC))
 
     def jpeg_size(self, data):
         size = self.i64(self.tf.io.extract_jpeg_shape(data))
@@ -300,26 +299,3 @@ def _is_tensor(x) -> bool:
 def ops_for(*values):
     """TF ops if any of `values` is a tensor, else NumPy ops."""
     return tf_ops() if any(map(_is_tensor, values)) else NP_OPS
-
-
-def jpeg_size(data) -> tuple[int, int] | None:
-    """(height, width) from a JPEG's start-of-frame header, or None if there is none."""
-    view = memoryview(data).cast("B")
-    if bytes(view[:3]) != JPEG_MAGIC:
-        return None
-    pos = 2
-    while pos + 4 <= len(view):
-        if view[pos] != 0xFF:
-            return None
-        marker = view[pos + 1]
-        if marker == 0xFF:  # fill byte
-            pos += 1
-            continue
-        if marker in _SOF_MARKERS:
-            if pos + 9 > len(view):
-                return None
-            return (view[pos + 5] << 8 | view[pos + 6], view[pos + 7] << 8 | view[pos + 8])
-        if marker in (0xD9, 0xDA):  # end of image, start of scan: no size before them
-            return None
-        pos += 2 + (view[pos + 2] << 8 | view[pos + 3])
-    return None

@@ -2,13 +2,13 @@
 
 `sample_np` (NumPy; JPEG through simplejpeg, resizes and flips through
 OpenCV; works without TensorFlow) and `sample_tf` (a TensorFlow graph, for
-tf.data) take the same `ClipSpec`, run the same checked plan (`clip_layout`) and return
+tf.data) take the same `ClipSpec`, run the same checked plan (`plan`) and return
 the same pixels: both decode with libjpeg-turbo's accurate integer IDCT (TF's
 `dct_method="INTEGER_ACCURATE"`, simplejpeg's default).
 
 With `short_side`, frames are decoded at 1/2, 1/4 or 1/8 size by the JPEG
 decoder's DCT scaling when that still covers the short side (see
-`clip_plan.reduction`). A box (after `short_side`, or drawn by
+`geometry.reduction`). A box (after `short_side`, or drawn by
 crop="resized") is then resized on its own (`resize_box`, OpenCV on both
 paths: equal pixels); whole frames are resized by area, where OpenCV's and
 TF's resizes differ by at most one grey level. TensorFlow is imported only by
@@ -18,14 +18,15 @@ the TF functions.
 from __future__ import annotations
 
 import numpy as np
-import simplejpeg
 
-from video_tfrecords import buffers, clip_plan
-from video_tfrecords.clip_decode_tf import plan_tf, sample_tf
-from video_tfrecords.clip_layout import checked_plan, video_label
-from video_tfrecords.clip_spec import ClipSpec
+from video_tfrecords.clips import backends
+from video_tfrecords.clips.jpeg import decode_rgb
+from video_tfrecords.clips.plan import checked_plan, video_label
+from video_tfrecords.clips.resize import area_resize, resize_box
+from video_tfrecords.clips.spec import ClipSpec
+from video_tfrecords.records import buffers
 
-__all__ = ["plan_np", "plan_tf", "sample_np", "sample_tf"]
+__all__ = ["plan_np", "sample_np"]
 
 
 def plan_np(
@@ -39,9 +40,9 @@ def plan_np(
     `short_side`; zeros without crop) and "flip" (bool [num_views]); views are
     clips times crops, clip-major.
     """
-    with clip_plan.NP_OPS.wrapping():
+    with backends.NP_OPS.wrapping():
         plan = checked_plan(
-            clip_plan.NP_OPS, spec, frames, seed, name, fingerprint=fingerprint,
+            backends.NP_OPS, spec, frames, seed, name, fingerprint=fingerprint,
             timestamps=timestamps, source_fps=source_fps,
         ).plan
     return {k: np.asarray(v) for k, v in plan.items()}
@@ -63,7 +64,7 @@ def sample_np(
             if that is None too). The clip is a function of (seed, video content).
         name: optional name of the video (e.g. its filename) for error messages;
             defaults to its content fingerprint.
-        fingerprint: the video's `clip_plan.video_fingerprint(frames)` if known
+        fingerprint: the video's `keys.video_fingerprint(frames)` if known
             (e.g. cached by a reader that reads the video again): saves hashing
             it. It must be that value; the clip is then the same.
         timestamps, source_fps: each frame's time in seconds, else the stored
@@ -73,7 +74,7 @@ def sample_np(
     output itself when it fills its place whole (no crop, flip or resize), else
     into one reused frame, copied on into place cropped, flipped or resized.
     """
-    ops = clip_plan.NP_OPS
+    ops = backends.NP_OPS
     with ops.wrapping():
         layout = checked_plan(
             ops, spec, frames, seed, name, need_size=True, fingerprint=fingerprint,
@@ -111,37 +112,14 @@ def sample_np(
             scratch = np.empty((*decoded_size, 3), np.uint8) if scratch is None else scratch
             target = scratch
         where = lambda i=i: f"Frame {i} of video {label()}"
-        image = _decode_rgb(frames[i], ratio, target, where)
+        image = decode_rgb(frames[i], ratio, target, where)
         if resized:
-            image = _area_resize_np(image, *size)
+            image = area_resize(image, *size)
         for c, t in positions[1:] if in_place else positions:
             # A box resized on its own, else a fixed box (resize_box then only flips or copies).
             y, x, h, w = boxes[c] if boxes is not None else (*offsets[c], box_h, box_w)
             resize_box(image[y : y + h, x : x + w], box_h, box_w, clips[c, t], flips[c])
     return clips if spec.multi_clip else clips[0]
-
-
-def resize_box(box: np.ndarray, height: int, width: int, out=None, flip=False) -> np.ndarray:
-    """A box at the output size, mirrored if `flip`, into `out` if given (else a new array).
-
-    Bilinear, as PySlowFast, PyTorchVideo and MMAction2 resize; area averaging
-    when the box is at least twice the output on both sides, where bilinear
-    would alias. OpenCV's bilinear costs a fifth of its area resize at these
-    sizes, and a quarter of TensorFlow's (so both paths resize boxes here).
-    """
-    cv2 = _cv2()
-    if box.shape[:2] != (height, width):
-        halves = box.shape[0] >= 2 * height and box.shape[1] >= 2 * width
-        method = cv2.INTER_AREA if halves else cv2.INTER_LINEAR
-        box = cv2.resize(box, (width, height), dst=None if flip else out, interpolation=method)
-        if not flip:
-            return box
-    if flip:
-        return cv2.flip(box, 1, dst=out)
-    if out is None:
-        return np.array(box)
-    np.copyto(out, box)
-    return out
 
 
 def _output_view(out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -158,60 +136,3 @@ def _output_view(out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
             f"out= must be a writable C-contiguous uint8 array of shape {shape}; got {found}."
         )
     return out.reshape(shape)
-
-
-def _cv2():
-    import cv2  # OpenCV takes ~0.1 s to import; only the NumPy path needs it
-
-    return cv2
-
-
-def _decode_rgb(data, ratio: int, out: np.ndarray, where) -> np.ndarray:
-    """Decodes JPEG bytes at 1/`ratio` scale into `out` (uint8 RGB [h, w, 3]), returning it.
-
-    libjpeg-turbo through simplejpeg: the accurate integer IDCT, fancy
-    upsampling and DCT scaling as in TensorFlow's `decode_jpeg(ratio=...)`
-    (equal pixels), EXIF orientation ignored as TensorFlow does, and straight
-    into `out`, the clip's own memory where it can be. `where()` names the
-    frame in errors: a truncated or corrupt JPEG, or one that decodes to
-    another size than `out`'s, raises ValueError.
-    """
-    buffer = np.frombuffer(data, np.uint8)
-    if not _is_whole_jpeg(buffer):
-        raise ValueError(f"{where()} is not a valid JPEG.")
-    try:
-        height, width, _, _ = simplejpeg.decode_jpeg_header(buffer)
-    except ValueError as e:
-        raise ValueError(f"{where()} is not a valid JPEG ({e}).") from None
-    found, size = (-(-height // ratio), -(-width // ratio)), out.shape[:2]
-    if found != size:
-        raise ValueError(
-            f"{where()} decodes to {found[1]}x{found[0]}, other frames to {size[1]}x{size[0]}; "
-            "frames must have one size."
-        )
-    try:
-        return simplejpeg.decode_jpeg(
-            buffer, "RGB", min_height=found[0], min_width=found[1], min_factor=ratio, buffer=out
-        )
-    except ValueError as e:
-        raise ValueError(f"{where()} is not a valid JPEG ({e}).") from None
-
-
-def _is_whole_jpeg(buffer: np.ndarray) -> bool:
-    """Whether the bytes start like a JPEG and end with its end-of-image marker.
-
-    OpenCV decodes a truncated JPEG with a warning (grey rows); TensorFlow
-    fails. The marker cannot occur inside the entropy-coded data (0xFF is
-    always followed by 0x00 or a restart marker there); up to 62 bytes of
-    padding after it are allowed.
-    """
-    if bytes(buffer[:3]) != clip_plan.JPEG_MAGIC:
-        return False
-    tail = bytes(buffer[-64:])
-    return tail.rfind(b"\xff\xd9") >= 0
-
-
-def _area_resize_np(image: np.ndarray, height: int, width: int) -> np.ndarray:
-    """Resizes with pixel-area averaging (OpenCV's INTER_AREA)."""
-    cv2 = _cv2()
-    return cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)

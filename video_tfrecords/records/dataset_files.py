@@ -33,7 +33,7 @@ __all__ = [
 
 DATASET_NAME = "video_tfrecords"
 FRAME_CHECKSUMS = "frame_crc32c"  # the feature holding each frame's CRC32C
-FINGERPRINT = "video_fingerprint"  # the stored clip_plan.video_fingerprint (2.2.0 on)
+FINGERPRINT = "video_fingerprint"  # the stored clips.keys.video_fingerprint (2.2.0 on)
 FILE_FORMATS = ("tfrecord", "array_record")
 
 

@@ -1,9 +1,10 @@
-"""The checked plan of a clip: which frames, boxes, flips and sizes, shared by both decoders.
+"""A clip's plan: its frames, boxes, flips and sizes, with the checks that make it valid.
 
-`clip_decode` (NumPy) and `clip_decode_tf` (TensorFlow) both run
-`checked_plan` over `clip_plan`'s ops, so they decode the same clip; the
-checks (empty video, too short, bad JPEG header, box larger than the frame)
-name the video. Imports neither TensorFlow nor TFDS.
+Both decoders (`decode_np`, `decode_tf`) run `checked_plan` over their
+backend's ops, so they decode the same clip. It draws from `sampling` (which
+frames), `boxes` (where, and flips) and `geometry` (sizes); its checks (no
+frames, too short, not a JPEG, a box larger than the frame) name the video.
+Imports neither TensorFlow nor TFDS.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import dataclasses
 import functools
 from typing import Any
 
-from video_tfrecords import clip_boxes, clip_plan
+from video_tfrecords.clips import backends, boxes, geometry, keys, sampling
 
-__all__ = ["Layout", "checked_plan", "geometry", "resizes_boxes", "video_label"]
+__all__ = ["Layout", "checked_plan", "frame_geometry", "resizes_boxes", "video_label"]
 
 
 @dataclasses.dataclass
@@ -31,25 +32,20 @@ class Layout:
     boxes: tuple[Any, Any, Any, Any] | None = None
 
 
-# ---------------------------------------------------------------------------
-# The plan with its checks, written once over clip_plan's ops.
-# ---------------------------------------------------------------------------
-
-
 def video_label(ops, frames, name):
     """Message parts naming a video: its name, else its content fingerprint."""
     if name is not None:
         return ("`", name, "`")  # Backticks: tf.debugging.Assert escapes quotes in graph mode.
-    fingerprint = ops.signed(clip_plan.fingerprint_u64(ops, frames))
-    return ("(fingerprint ", fingerprint, "; see video_tfrecords.clip_plan.video_fingerprint)")
+    fingerprint = ops.signed(keys.fingerprint_u64(ops, frames))
+    return ("(fingerprint ", fingerprint, "; see video_tfrecords.clips.keys.video_fingerprint)")
 
 
 def _key(ops, spec, frames, seed, fingerprint=None):
     """uint64 key: from (seed, else spec.seed, and the video content), else fresh."""
     seed = spec.seed if seed is None else seed
     if seed is None:
-        return clip_plan.fresh_key(ops)
-    return clip_plan.seeded_key(ops, seed, frames, fingerprint)
+        return keys.fresh_key(ops)
+    return keys.seeded_key(ops, seed, frames, fingerprint)
 
 
 def _frame_size(ops, frames, index, label, checks):
@@ -64,16 +60,16 @@ def _frame_size(ops, frames, index, label, checks):
     return ops.after(checks, lambda: ops.jpeg_size(data))
 
 
-def geometry(ops, spec, size):
+def frame_geometry(ops, spec, size):
     """(size after short_side, DCT scaling denominator) for stored frames of `size`."""
     if spec.short_side is None:
         return size, 1
     if isinstance(spec.short_side, tuple):  # jitter: the smallest frame; a scale for the largest
         lo, hi = spec.short_side
-        return clip_plan.resized_size(ops, *size, lo), clip_plan.reduction(ops, *size, hi)
+        return geometry.resized_size(ops, *size, lo), geometry.reduction(ops, *size, hi)
     return (
-        clip_plan.resized_size(ops, *size, spec.short_side),
-        clip_plan.reduction(ops, *size, spec.short_side),
+        geometry.resized_size(ops, *size, spec.short_side),
+        geometry.reduction(ops, *size, spec.short_side),
     )
 
 
@@ -117,7 +113,7 @@ def checked_plan(
                          " timestamps."),
             )
         )
-        units = ops.after(checks, lambda: clip_plan.tick_count(ops, times, spec.fps))
+        units = ops.after(checks, lambda: sampling.tick_count(ops, times, spec.fps))
         unit_name = f" ticks of 1/{spec.fps} s"
     else:
         units, unit_name = length, " frames"
@@ -132,23 +128,23 @@ def checked_plan(
             )
         )
     key = ops.after(checks, lambda: _key(ops, spec, frames, seed, fingerprint))
-    indices = ops.after(checks, lambda: clip_plan.clip_frames(ops, spec, key, length, times))
+    indices = ops.after(checks, lambda: sampling.clip_frames(ops, spec, key, length, times))
     layout = Layout({"indices": indices}, checks)
     if need_size or spec.crop_size is not None or spec.short_side is not None:
         if frame_shape is not None:  # Static sizes: plain ints, decided while tracing.
-            out, ratio = geometry(clip_plan.NP_OPS, spec, frame_shape)
+            out, ratio = frame_geometry(backends.NP_OPS, spec, frame_shape)
             out, ratio = (int(out[0]), int(out[1])), int(ratio)
             layout.frame_size = frame_shape
         else:
             layout.frame_size = _frame_size(ops, frames, indices[0, 0], label, checks)
-            out, ratio = geometry(ops, spec, layout.frame_size)
+            out, ratio = frame_geometry(ops, spec, layout.frame_size)
         layout.out_size, layout.ratio = out, ratio
     if spec.crop_size is None:
-        layout.plan["crop_offsets"] = clip_plan.crop_offsets(ops, spec, key, None, None)
+        layout.plan["crop_offsets"] = boxes.crop_offsets(ops, spec, key, None, None)
     elif spec.crop == "resized":  # any frame holds a box: it is resized to crop_size
         if isinstance(spec.short_side, tuple):
             out = _jittered_sizes(ops, spec, key, layout)
-        offsets, sizes = clip_boxes.resized_crop_boxes(ops, spec, key, *out)
+        offsets, sizes = boxes.resized_crop_boxes(ops, spec, key, *out)
         layout.plan["crop_offsets"], layout.plan["box_size"] = offsets, sizes
     else:
         h, w = spec.crop_size
@@ -170,9 +166,9 @@ def checked_plan(
         if isinstance(spec.short_side, tuple):
             out = _jittered_sizes(ops, spec, key, layout)
         layout.plan["crop_offsets"] = ops.after(
-            checks, lambda: clip_plan.crop_offsets(ops, spec, key, *out)
+            checks, lambda: boxes.crop_offsets(ops, spec, key, *out)
         )
-    layout.plan["flip"] = clip_plan.flip_flags(ops, spec, key)
+    layout.plan["flip"] = boxes.flip_flags(ops, spec, key)
     if resizes_boxes(spec):
         if spec.crop == "resized":  # boxes of their own sizes: the scale that still covers them
             layout.ratio = ops.after(checks, lambda: _drawn_box_reduction(ops, spec, layout))
@@ -208,7 +204,7 @@ def _drawn_box_reduction(ops, spec, layout):
         fits = [ops.logical_and(heights[v] >= r * crop_h, widths[v] >= r * crop_w) for v in views]
         return functools.reduce(ops.logical_and, fits)
 
-    return clip_plan.coarsest_scale(ops, *(ops.i64(s) for s in layout.frame_size), covers)
+    return geometry.coarsest_scale(ops, *(ops.i64(s) for s in layout.frame_size), covers)
 
 
 def _source_boxes(ops, spec, layout, ratio):
@@ -220,7 +216,7 @@ def _source_boxes(ops, spec, layout, ratio):
     """
     offsets = layout.plan["crop_offsets"]
     sizes = layout.plan.get("box_size")
-    boxes = []
+    per_axis = []
     for axis in range(2):
         start = offsets[:, axis]
         length = sizes[:, axis] if sizes is not None else start * 0 + spec.crop_size[axis]
@@ -228,8 +224,8 @@ def _source_boxes(ops, spec, layout, ratio):
         decoded = (ops.i64(layout.frame_size[axis]) + ratio - 1) // ratio
         begin = (2 * start * decoded + out) // (2 * out)
         end = (2 * (start + length) * decoded + out) // (2 * out)
-        boxes.append((begin, ops.maximum(end - begin, 1)))
-    (y, h), (x, w) = boxes
+        per_axis.append((begin, ops.maximum(end - begin, 1)))
+    (y, h), (x, w) = per_axis
     return y, x, h, w
 
 
@@ -239,8 +235,8 @@ def _jittered_sizes(ops, spec, key, layout):
     Records the short side of every view in the plan and their frame sizes in
     `layout.out_size` (int64 [num_views] per axis).
     """
-    sides = clip_plan.short_sides(ops, spec, key)
-    out = clip_plan.resized_size(ops, *layout.frame_size, sides)
+    sides = boxes.short_sides(ops, spec, key)
+    out = geometry.resized_size(ops, *layout.frame_size, sides)
     layout.plan["short_side"] = ops.repeat(sides, spec.num_crops)
     layout.out_size = tuple(ops.repeat(ops.i64(s), spec.num_crops) for s in out)
     return out

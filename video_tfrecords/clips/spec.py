@@ -13,6 +13,9 @@ import numbers
 
 import numpy as np
 
+from video_tfrecords.clips import geometry
+from video_tfrecords.clips.backends import NP_OPS
+
 __all__ = ["ClipSpec", "check_positive_int", "is_int"]
 
 MODES = ("random", "center", "uniform", "segments", "segment_centers")
@@ -240,9 +243,7 @@ class ClipSpec:
         elif None not in tuple(frame_size):
             size = [int(s) for s in frame_size]
             if self.short_side is not None:
-                from video_tfrecords import clip_plan  # noqa: PLC0415  (no cycle at import)
-
-                resized = clip_plan.resized_size(clip_plan.NP_OPS, *size, self.short_side)
+                resized = geometry.resized_size(NP_OPS, *size, self.short_side)
                 size = [int(s) for s in resized]
         else:
             size = [None, None]
