@@ -4,8 +4,8 @@ Any engine can use it. The driver plans (`plan`) from the encoded videos' cache
 entries: the videos in a fixed pseudo-random order (a hash of split and path, so
 that a shard does not hold one class), as many shards as TFDS's writer would
 make (`ShardConfig.get_number_shards` of the `DownloadConfig`, from the
-examples' sizes) cut where TFDS cuts (an equal number of examples each; a
-video's segments stay together). A task then writes one shard (`write`): each
+examples' sizes in the cache), cut where TFDS cuts (`boundaries`: an equal number
+of examples each; a video's segments stay in order, across shards if need be). A task then writes one shard (`write`): each
 example is built by `encoding.examples_of` and serialized by TFDS's own
 serializer (`features.serialize_example`) and file writer (`tfds.core.ExampleWriter`,
 TFRecord or array_record), into a file of its own attempt beside the dataset
@@ -31,11 +31,12 @@ from etils import epath
 from video_tfrecords.build import cache, encoding
 
 Video = tuple[encoding.Task, cache.Entry]
+Part = tuple[encoding.Task, cache.Entry, int, int]  # a video's segments start to stop
 
 
 @dataclasses.dataclass(frozen=True)
 class ShardJob:
-    """One shard to write: its videos, in order, and where it goes."""
+    """One shard to write: its videos' segments, in order, and where it goes."""
 
     split: str
     index: int
@@ -44,7 +45,7 @@ class ShardJob:
     attempts_dir: str  # where an attempt writes before the rename
     file_format: str  # a tfds.core.FileFormat value
     features: str  # the dataset's features, as TFDS's JSON
-    videos: tuple[Video, ...]
+    parts: tuple[Part, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,36 +79,39 @@ def plan(
     attempts_dir: epath.PathLike,
     features: str,
 ) -> list[ShardJob]:
-    """The shards of one split, each with its whole videos, in the split's order."""
+    """The shards of one split, cut where TFDS's writer cuts, in the split's order."""
     videos = sorted(videos, key=lambda video: order_key(video[0]))
-    counts = [len(entry.files) for _, entry in videos]
-    num_examples = sum(counts)
+    num_examples = sum(len(entry.files) for _, entry in videos)
     if not num_examples:
         raise ValueError(f"split {split} has no example to write")
     size = sum(file_size for _, entry in videos for _, file_size, _ in entry.files)
     wanted = download_config.get_shard_config().get_number_shards(size, num_examples)
     ends = boundaries(num_examples, wanted)
-    shards: list[list[Video]] = [[] for _ in ends]
-    shard, start = 0, 0
-    for video, count in zip(videos, counts):
-        while start >= ends[shard]:  # the shard that holds the video's first example
-            shard += 1
-        shards[shard].append(video)
-        start += count
-    shards = [s for s in shards if s]  # a long video may span a whole shard's share
+    parts: list[list[Part]] = [[] for _ in ends]
+    shard, done = 0, 0  # examples before the current video
+    for task, entry in videos:
+        start = 0
+        while start < len(entry.files):  # a long video's segments may fill several shards
+            while done + start >= ends[shard]:
+                shard += 1
+            stop = min(len(entry.files), ends[shard] - done)
+            parts[shard].append((task, entry, start, stop))
+            start = stop
+        done += len(entry.files)
+    parts = [p for p in parts if p]  # TFDS's rule never leaves one empty; kept for safety
     template = file_template(split, file_format, dataset_name, dataset_dir)
     return [
         ShardJob(
             split=split,
             index=i,
-            num_shards=len(shards),
-            path=str(template.sharded_filepath(shard_index=i, num_shards=len(shards))),
+            num_shards=len(parts),
+            path=str(template.sharded_filepath(shard_index=i, num_shards=len(parts))),
             attempts_dir=str(attempts_dir),
             file_format=file_format.value,
             features=features,
-            videos=tuple(videos),
+            parts=tuple(shard_parts),
         )
-        for i, videos in enumerate(shards)
+        for i, shard_parts in enumerate(parts)
     ]
 
 
@@ -138,8 +142,9 @@ def write(job: ShardJob) -> ShardResult:
 
     def serialized():
         nonlocal num_examples, num_bytes
-        for task, entry in job.videos:
-            for key, example in encoding.examples_of(encoding.Outcome(task, entry=entry)):
+        for task, entry, start, stop in job.parts:
+            outcome = encoding.Outcome(task, entry=entry)
+            for key, example in encoding.examples_of(outcome, start, stop):
                 data = features.serialize_example(example)
                 num_examples += 1
                 num_bytes += len(data)
