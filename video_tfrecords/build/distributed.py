@@ -113,9 +113,8 @@ def build(
         log.info("%s is already built: nothing to do", final)
         return final
     download_config = download_config or tfds.download.DownloadConfig()
-    # TFDS's download dir, where a local build keeps its cache too
-    tasks = builder.plan(manual_dir, epath.Path(data_dir) / "downloads", decoder_threads=1)
-    encoded = _encode(tasks, map_groups, cores)
+    tasks, groups = plan(builder, manual_dir, data_dir, cores)
+    encoded = _encode(tasks, groups, map_groups)
     outcomes = {split: [None] * len(split_tasks) for split, split_tasks in tasks.items()}
     for result in encoded:
         task = tasks[result.split][result.index]
@@ -165,13 +164,23 @@ def build(
     return final
 
 
-def _encode(tasks: dict[str, list[encoding.Task]], map_groups: MapGroups, cores: int):
-    """Every video's `Encoded`, each exactly once (an engine's duplicate is dropped)."""
+def plan(
+    builder: tfds.core.DatasetBuilder, manual_dir: epath.PathLike, data_dir: epath.PathLike, cores: int
+) -> tuple[dict[str, list[encoding.Task]], list[list[Item]]]:
+    """The driver's plan: one task per manifest line, by split (`builder.plan`, its cache in
+    TFDS's download dir as a local build's), and the groups of `(split, index, task)` the
+    engine runs, of even total size."""
+    tasks = builder.plan(manual_dir, epath.Path(data_dir) / "downloads", decoder_threads=1)
     items = [(split, i, task) for split, group in tasks.items() for i, task in enumerate(group)]
+    sizes = spread.file_sizes([task.video_path for _, _, task in items])
+    return tasks, spread.spread(items, sizes, spread.group_count(len(items), cores))
+
+
+def _encode(tasks: dict[str, list[encoding.Task]], groups: list[list[Item]], map_groups: MapGroups):
+    """Every video's `Encoded`, each exactly once (an engine's duplicate is dropped)."""
+    items = [item for group in groups for item in group]
     if items:
         epath.Path(items[0][2].cache_root, MARKS).rmtree(missing_ok=True)  # a new job
-    sizes = spread.file_sizes([task.video_path for _, _, task in items])
-    groups = spread.spread(items, sizes, spread.group_count(len(items), cores))
     log.info("Encoding %d videos in %d tasks", len(items), len(groups))
     encoded = {}
     for result in map_groups(encode_group, groups):
