@@ -60,7 +60,8 @@ def build(
     `file_format`: "tfrecord" (the default) or "array_record". `download_config`: TFDS's,
     for its shard sizes (`min_shard_size`, `max_shard_size`, `num_shards`).
     """
-    builder = Builder(config=video_config(config), data_dir=str(data_dir), file_format=file_format)
+    data_dir = distributed.absolute(data_dir)  # the builder's folders, as every executor sees them
+    builder = Builder(config=video_config(config), data_dir=data_dir, file_format=file_format)
     context = spark.sparkContext
     folder = distributed.build(
         builder,

@@ -33,6 +33,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Callable, Sequence
 
 import tensorflow_datasets as tfds
@@ -108,6 +109,7 @@ def build(
 ) -> epath.Path:
     """Builds `builder`'s dataset (a video_tfrecords Builder) with the engine's `map_groups`
     on `cores` cores; returns the dataset folder. A dataset already built is left as it is."""
+    manual_dir, data_dir = absolute(manual_dir), absolute(data_dir)
     final = epath.Path(builder.data_path)
     if (final / "dataset_info.json").exists():
         log.info("%s is already built: nothing to do", final)
@@ -162,6 +164,12 @@ def build(
     builder.remove_cache()
     log.info("Built %s", final)
     return final
+
+
+def absolute(path: epath.PathLike) -> str:
+    """A local path made absolute (tasks run in other folders, on other machines); a URL as is."""
+    path = os.fspath(path)
+    return path if "://" in path else os.path.abspath(os.path.expanduser(path))
 
 
 def plan(

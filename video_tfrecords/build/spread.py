@@ -27,6 +27,7 @@ MAX_GROUP = 64
 # At least this many groups per core, for the same reason.
 GROUPS_PER_CORE = 16
 STAT_THREADS = 32
+STAT_CHUNK = 2048  # paths a thread stats in one go (a future per path would cost more)
 
 
 def file_sizes(paths: Sequence[str]) -> list[int]:
@@ -41,10 +42,10 @@ def file_sizes(paths: Sequence[str]) -> list[int]:
         except OSError:
             return 0
 
-    if len(paths) < 1000:
-        return [size(p) for p in paths]
+    sizes = lambda chunk: [size(p) for p in chunk]
+    chunks = [paths[i : i + STAT_CHUNK] for i in range(0, len(paths), STAT_CHUNK)]
     with ThreadPoolExecutor(STAT_THREADS) as pool:  # a network file system answers in parallel
-        return list(pool.map(size, paths, chunksize=256))
+        return [n for chunk in pool.map(sizes, chunks) for n in chunk]
 
 
 def group_count(num_items: int, cores: int) -> int:
