@@ -47,8 +47,17 @@ def child(cores: int, manual_dir: str, data_dir: str) -> None:
 
 def spark_build_seconds(cores: int, manual_dir: str, data_dir: str) -> dict:
     shutil.rmtree(data_dir, ignore_errors=True)
-    command = [sys.executable, os.path.abspath(__file__), "--child", str(cores), manual_dir, data_dir]
-    done = subprocess.run(command, env=builds.child_env(), capture_output=True, text=True)
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        str(cores),
+        manual_dir,
+        data_dir,
+    ]
+    done = subprocess.run(
+        command, env=builds.child_env(), capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         raise RuntimeError(f"the Spark build failed:\n{done.stderr[-3000:]}")
     shutil.rmtree(data_dir, ignore_errors=True)
@@ -67,7 +76,9 @@ def planning_seconds(out: str, lines: int) -> tuple[float, float, int]:
     os.makedirs(manual_dir, exist_ok=True)
     with open(os.path.join(manual_dir, "train.txt"), "w") as f:
         f.writelines(f"videos/class_{i % 400}/{i:07d}.mp4 class_{i % 400}\n" for i in range(lines))
-    builder = tfds.builder("video_tfrecords", config=video_config(CONFIG), data_dir=os.path.join(out, "plan_data"))
+    builder = tfds.builder(
+        "video_tfrecords", config=video_config(CONFIG), data_dir=os.path.join(out, "plan_data")
+    )
     start = time.perf_counter()
     _, groups = distributed.plan(builder, manual_dir, os.path.join(out, "plan_data"), cores=800)
     planned = time.perf_counter()

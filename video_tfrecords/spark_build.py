@@ -18,7 +18,10 @@ data dirs must be readable (the data dir writable) by every executor at the same
 path: a shared file system, or any URL `etils.epath` opens (gs://, s3://, hdfs://).
 The master is `--master`, else Spark's own configuration (`spark-submit --master`,
 `spark.master`), else `local[*]`. A killed job rerun with the same command reads
-back the videos it had encoded from the cache in the data dir.
+back the videos it had encoded from the cache in the data dir. A failed task is
+retried as Spark's `spark.task.maxFailures` allows (on `local[N]` never: use
+`local[N,F]`); leave `spark.speculation` off, as it is by default: two attempts of
+one video at once would write the same cache entry.
 """
 
 from __future__ import annotations
@@ -81,7 +84,9 @@ def video_config(config: str | config_lib.VideoConfig) -> config_lib.VideoConfig
     if config.lstrip().startswith("{"):
         return config_lib.VideoConfig(**json.loads(config))
     if config not in CONFIGS:
-        raise ValueError(f"no config {config!r}: one of {', '.join(CONFIGS)}, or a JSON VideoConfig")
+        raise ValueError(
+            f"no config {config!r}: one of {', '.join(CONFIGS)}, or a JSON VideoConfig"
+        )
     return CONFIGS[config]
 
 
@@ -127,7 +132,9 @@ def main(argv: list[str] | None = None) -> str:
     )
     parser.add_argument("--manual_dir", required=True, help="the folder of the manifests")
     parser.add_argument(
-        "--data_dir", default=None, help="TFDS data dir (default: TFDS_DATA_DIR or ~/tensorflow_datasets)"
+        "--data_dir",
+        default=None,
+        help="TFDS data dir (default: TFDS_DATA_DIR or ~/tensorflow_datasets)",
     )
     parser.add_argument("--config", default="default", help="a config name or a JSON VideoConfig")
     parser.add_argument("--master", default=None, help="Spark master URL (default: Spark's own)")

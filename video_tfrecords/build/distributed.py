@@ -152,7 +152,10 @@ def build(
     results = map_groups(write_group, [[job] for job in every_job])
     infos = [
         shards.split_info(
-            split, split_jobs, results, shards.file_template(split, file_format, builder.name, final)
+            split,
+            split_jobs,
+            results,
+            shards.file_template(split, file_format, builder.name, final),
         )
         for split, split_jobs in jobs.items()
     ]
@@ -173,7 +176,10 @@ def absolute(path: epath.PathLike) -> str:
 
 
 def plan(
-    builder: tfds.core.DatasetBuilder, manual_dir: epath.PathLike, data_dir: epath.PathLike, cores: int
+    builder: tfds.core.DatasetBuilder,
+    manual_dir: epath.PathLike,
+    data_dir: epath.PathLike,
+    cores: int,
 ) -> tuple[dict[str, list[encoding.Task]], list[list[Item]]]:
     """The driver's plan: one task per manifest line, by split (`builder.plan`, its cache in
     TFDS's download dir as a local build's), and the groups of `(split, index, task)` the

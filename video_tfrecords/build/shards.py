@@ -2,18 +2,18 @@
 
 Any engine can use it. The driver plans (`plan`) from the encoded videos' cache
 entries: the videos in a fixed pseudo-random order (a hash of split and path, so
-that a shard does not hold one class), as many shards as TFDS's writer would
-make (`ShardConfig.get_number_shards` of the `DownloadConfig`, from the
-examples' sizes in the cache), cut where TFDS cuts (`boundaries`: an equal number
-of examples each; a video's segments stay in order, across shards if need be). A task then writes one shard (`write`): each
-example is built by `encoding.examples_of` and serialized by TFDS's own
-serializer (`features.serialize_example`) and file writer (`tfds.core.ExampleWriter`,
-TFRecord or array_record), into a file of its own attempt beside the dataset
-folder, renamed into place only once it is whole. An attempt that dies leaves
-nothing in the folder; two that finish leave one whole shard holding the same
-examples. The driver turns the results into TFDS split infos (`split_info`).
-Serializing imports TensorFlow (TFDS's serializer builds `tf.train.Example`s),
-so only the shard tasks load it.
+that a shard does not hold one class), as many shards as TFDS's writer would make
+(`ShardConfig.get_number_shards` of the `DownloadConfig`, on the examples' sizes
+in the cache), cut where TFDS cuts (`boundaries`: an equal number of examples
+each; a video's segments stay in order, across shards if need be). A task then
+writes one shard (`write`): each example built by `encoding.examples_of` and
+serialized by TFDS's own serializer (`features.serialize_example`) and file writer
+(`tfds.core.ExampleWriter`, TFRecord or array_record) into a file of its own
+attempt beside the dataset folder, renamed into place only once it is whole. An
+attempt that dies leaves nothing in the folder; two that finish leave one whole
+shard holding the same examples. The driver turns the results into TFDS split
+infos (`split_info`). Serializing imports TensorFlow (TFDS's serializer builds
+`tf.train.Example`s), so only the shard tasks load it.
 """
 
 from __future__ import annotations
