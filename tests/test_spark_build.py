@@ -18,7 +18,7 @@ import pytest
 import tensorflow_datasets as tfds
 
 import synthetic
-from video_tfrecords import ClipSource, VideoConfig, spark_build
+from video_tfrecords import ClipSource, VideoConfig, clip_dataset, spark_build
 from video_tfrecords.build import distributed, encoding, shards, spread
 
 NAME = "spark_test"
@@ -169,9 +169,20 @@ def test_spark_build_writes_the_plain_builds_dataset(manual, plain, spark, tmp_p
     info = tfds.builder(f"video_tfrecords/{NAME}", data_dir=str(data_dir)).info
     assert info.splits["train"].num_shards == info.splits["validation"].num_shards == 4
     assert not (data_dir / "downloads" / "video_tfrecords_cache").exists()  # removed
-    # tfds.load reads it with no flag; ClipSource draws the plain build's seeded clips.
+    # tfds.load and clip_dataset read it with no flag; ClipSource draws the plain build's
+    # seeded clips.
     loaded = tfds.load(f"video_tfrecords/{NAME}", split="validation", data_dir=str(data_dir))
     assert sorted(e["filename"].numpy() for e in loaded) == [b"v6.mp4"] * 3 + [b"v7.mp4"]
+    (batch, labels), *_ = clip_dataset(
+        "validation",
+        name=f"video_tfrecords/{NAME}",
+        data_dir=str(data_dir),
+        num_frames=2,
+        batch_size=4,
+        training=False,
+        crop_size=(16, 16),
+    )
+    assert batch.shape == (4, 2, 16, 16, 3) and sorted(labels.numpy()) == [0, 2, 2, 2]
     clips = {}
     for source_dir in (data_dir, plain):
         source = ClipSource(
