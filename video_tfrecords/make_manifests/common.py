@@ -198,9 +198,9 @@ class VideoIndex:
         if not found:
             return []
 
-        def rank(path: str) -> tuple[int, int]:
-            ext = path.rpartition(".")[2]
-            return (ext != a.ext, _EXT_RANK[ext.lower()])
+        def rank(path: str) -> tuple[bool, int]:
+            ext = path.rpartition(".")[2].lower()
+            return (ext != (a.ext or "").lower(), _EXT_RANK[ext])
 
         best = min(map(rank, found))
         return [path for path in found if rank(path) == best]
