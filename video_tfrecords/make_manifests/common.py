@@ -195,8 +195,8 @@ class VideoIndex:
             found = self.by_stem.get(stem) or (a.any_case and self._lower().get(stem.lower()))
             if found:
                 break
-        if not found:
-            return []
+        if not found or len(found) == 1:
+            return list(found or ())
 
         def rank(path: str) -> tuple[bool, int]:
             ext = path.rpartition(".")[2].lower()
@@ -244,7 +244,7 @@ def convert(parsed: Parsed, videos: str, out: str) -> Result:
         if len(found) > 1:
             problems.append(f"{a.where}: several videos match: {', '.join(sorted(found))}")
             continue
-        path = os.path.abspath(found[0])
+        path = found[0] if a.file is None else os.path.abspath(a.file)  # index paths: absolute
         reason = path_problem(path)
         if reason:
             problems.append(f"{a.where}: {path}: {reason}")
