@@ -573,6 +573,15 @@ def test_folders_with_split_folders(tmp_path):
         make_manifests.folders(str(root), str(tmp_path / "o3"))
 
 
+def test_out_inside_the_videos_folder_is_not_a_class_or_split_on_a_rerun(tmp_path):
+    root, out = tmp_path / "root", tmp_path / "root" / "manifests"
+    truth = dict(zip(touch(root, "train/cat/a.mp4", "test/dog/b.mp4"), ["cat", "dog"], strict=True))
+    for _ in range(2):
+        result = make_manifests.folders(str(root), str(out))
+    assert result.splits == {"train": 1, "test": 1} and result.notes == ()
+    assert {**raw_manifest(out, "train.txt"), **raw_manifest(out, "test.txt")} == truth
+
+
 def test_integer_class_names_keep_their_own_ids(tmp_path):
     """Folders 0..11 sorted as text would put "10" at id 2, and the builder would read label 2
     as the class named "2"."""

@@ -11,7 +11,12 @@ EPILOG = """\
 kinetics: train.csv, validate.csv, test.csv     ucf101: classInd.txt, trainlist0N/testlist0N.txt
 hmdb51: CLASS_test_splitN.txt                     ssv2: labels.json, train/validation/test.json
 folders: --videos ROOT/CLASS/* or ROOT/{train,val,test}/CLASS/* (no --annotations)
-Writes train.txt, val.txt, test.txt (those there are), labels.txt and missing.txt into --out."""
+
+Writes train.txt, val.txt, test.txt (those the annotations label), labels.txt and missing.txt
+(FILE:LINE of each annotated video not found, by file name, anywhere under --videos). Several
+files for one video: the annotated path, then Kinetics' ID_START_END over ID, then the annotated
+extension, then mp4 > webm > mkv > m4v > mov > avi > ...; one name in two folders is an error.
+UCF101 names match ignoring case. Bad annotation lines: every one listed, nothing written."""
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -16,15 +16,20 @@ from video_tfrecords.make_manifests import common
 SPLIT_FOLDERS = ("train", "val", "test")
 
 
-def _listing(folder: str) -> tuple[list[str], int]:
-    """The visible subfolders of `folder`, sorted, and how many videos lie directly in it."""
+def _listing(folder: str, out: str | None = None) -> tuple[list[str], int]:
+    """The visible subfolders of `folder` but `out`, sorted, and how many videos lie directly in it.
+
+    `out` may sit in the videos' folder; on a rerun it must not be taken for a class or split.
+    """
     folders, videos = [], 0
+    out = os.path.realpath(out) if out else None
     with os.scandir(folder) as it:
         for entry in it:
             if entry.name.startswith("."):
                 continue
             if entry.is_dir():
-                folders.append(entry.name)
+                if os.path.realpath(entry.path) != out:
+                    folders.append(entry.name)
             elif common.is_video_name(entry.name) and entry.is_file():
                 videos += 1
     return sorted(folders), videos
@@ -43,13 +48,15 @@ def stratified(paths: list[str], class_name: str, val: float, test: float, seed:
     }
 
 
-def read(videos: str, val: float = 0.0, test: float = 0.0, seed: int = 0) -> common.Parsed:
+def read(
+    videos: str, val: float = 0.0, test: float = 0.0, seed: int = 0, out: str | None = None
+) -> common.Parsed:
     """Finds the class folders (and split folders); classes are sorted folder names."""
     if not os.path.isdir(videos):
         raise common.AnnotationError([f"{videos}: --videos is not a folder"])
     if not (0 <= val < 1 and 0 <= test < 1 and val + test < 1):
         raise common.AnnotationError([f"--val {val} --test {test}: each >= 0, together < 1"])
-    top, unlabeled = _listing(videos)
+    top, unlabeled = _listing(videos, out)
     problems, notes = [], []
     layout = {"train": videos}
     if splits := [name for name in SPLIT_FOLDERS if name in top]:
@@ -63,7 +70,7 @@ def read(videos: str, val: float = 0.0, test: float = 0.0, seed: int = 0) -> com
             problems.append(f"{videos}: --val/--test split class folders, but there are splits")
     found = {}  # split -> {class: sorted video paths}
     for split, root in layout.items():
-        class_folders, loose = _listing(root) if splits else (top, 0)
+        class_folders, loose = _listing(root, out) if splits else (top, 0)
         unlabeled += loose
         for name in class_folders:
             paths = sorted(e.path for e in common.walk_videos(os.path.join(root, name), notes))
@@ -93,4 +100,4 @@ def folders(
     videos: str, out: str, val: float = 0.0, test: float = 0.0, seed: int = 0
 ) -> common.Result:
     """Class folders under `videos` (optionally split by seed) -> manual dir `out`."""
-    return common.convert(read(videos, val, test, seed), videos, out)
+    return common.convert(read(videos, val, test, seed, out), videos, out)

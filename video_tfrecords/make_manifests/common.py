@@ -83,7 +83,9 @@ class Result:
         lines.append(f"  missing: {self.missing:,}" + (f" (see {missing})" if self.missing else ""))
         lines.append(f"  unlabeled: {self.unlabeled:,}")
         lines += [f"  note: {note}" for note in self.notes]
-        lines.append(f"next: tfds build video_tfrecords --manual_dir {self.out}")
+        lines.append(
+            f"next: tfds build video_tfrecords --imports video_tfrecords --manual_dir {self.out}"
+        )
         return "\n".join(lines)
 
 
