@@ -505,6 +505,15 @@ def test_ssv2_unknown_template_and_bad_json_name_file_and_line(tmp_path):
     assert_nothing_written(out)
 
 
+def test_ssv2_with_only_the_label_less_test_list_is_an_error(tmp_path):
+    ann, videos, _ = ssv2_fixture(tmp_path)
+    (ann / "train.json").unlink()
+    (ann / "validation.json").unlink()
+    with pytest.raises(make_manifests.AnnotationError, match=r"label no video \(2 unlabeled\)"):
+        make_manifests.ssv2(str(ann), str(videos), str(tmp_path / "out"))
+    assert_nothing_written(tmp_path / "out")
+
+
 # Class folders ---------------------------------------------------------------------------
 
 

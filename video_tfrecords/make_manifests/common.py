@@ -255,7 +255,9 @@ def convert(parsed: Parsed, videos: str, out: str) -> Result:
         else:
             claimed[path] = a.where
             lines[a.split].append(f"{path} {a.label}\n")
-    if parsed.annotations and not claimed and not problems:
+    if not parsed.annotations and not problems:
+        problems.append(f"the annotations label no video ({parsed.unlabeled:,} unlabeled)")
+    elif not claimed and not problems:
         problems.append(
             f"{videos}: none of the {len(parsed.annotations):,} annotated videos is there "
             f"(the first looked for: {parsed.annotations[0].looked_for()})"
@@ -264,11 +266,13 @@ def convert(parsed: Parsed, videos: str, out: str) -> Result:
         if not split_lines and any(a.split == split for a in parsed.annotations):
             notes.append(f"{split}: no video found, no {SPLIT_FILES[split]} written")
     written = {SPLIT_FILES[split]: text for split, text in lines.items() if text}
+    if os.path.exists(out) and not os.path.isdir(out):
+        problems.append(f"{out}: --out is a file, not a folder")
     for name in BUILDER_MANIFESTS:
-        if name not in written and os.path.exists(os.path.join(out, name)):
+        if name not in written and os.path.isfile(os.path.join(out, name)):
             problems.append(
-                f"{os.path.join(out, name)}: a manifest from elsewhere that the build would read "
-                "too; remove it or choose another --out"
+                f"{os.path.join(out, name)}: a manifest this run does not write, which the build "
+                "would read too; remove it or choose another --out"
             )
     if problems:
         raise AnnotationError(problems)

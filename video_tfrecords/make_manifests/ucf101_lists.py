@@ -65,11 +65,8 @@ def read(annotations: str, fold: int = 1) -> common.Parsed:
             folder, _, file_name = video.rpartition("/")
             folder = folder.rpartition("/")[2]
             if len(fields) > 2 or (split == "train" and len(fields) != 2):
-                problems.append(
-                    f"{where}: expected '{{Class/video.avi}} {{class number}}'"
-                    if split == "train"
-                    else f"{where}: expected '{{Class/video.avi}}'"
-                )
+                expected = "Class/video.avi" + (" {class number}" if split == "train" else "")
+                problems.append(f"{where}: expected '{expected}', got {text.strip()!r}")
                 continue
             if len(fields) == 2:
                 if not common.is_id(fields[1]) or not 1 <= int(fields[1]) <= len(classes):
