@@ -17,7 +17,8 @@ import pytest
 import tensorflow_datasets as tfds
 
 import synthetic
-from video_tfrecords import make_manifests, manifest
+from video_tfrecords import make_manifests
+from video_tfrecords.build import manifest
 from video_tfrecords.make_manifests import class_folders, common
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
