@@ -23,10 +23,12 @@ MANIFEST_FILES: Mapping[str, tuple[str, ...]] = {
     "test": ("test.txt",),
 }
 LABELS_FILE = "labels.txt"
-# File extensions of the video containers corpora hold (lower case, without the dot).
-VIDEO_EXTENSIONS = frozenset(
-    "mp4 m4v mov webm mkv avi flv wmv mpg mpeg ts mts m2ts 3gp ogv vob dv mxf asf".split()
-)
+# File extensions of the video containers corpora hold (lower case, without the dot), in the
+# order make_manifests prefers when one video is there in several.
+VIDEO_EXTENSIONS = (
+    "mp4", "webm", "mkv", "m4v", "mov", "avi", "flv", "mpg", "mpeg", "wmv", "3gp", "ogv",
+    "ts", "mts", "m2ts", "vob", "asf", "dv", "mxf",
+)  # fmt: skip
 
 
 class ManifestError(ValueError):
