@@ -117,6 +117,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         config = download_config or tfds.download.DownloadConfig()
         self._use_beam = bool(config.beam_runner or config.beam_options)
         self._cache_dir = None
+        self._outcomes = None  # the local build's worker pool, as a generator of outcomes
         if not self.is_prepared():
             self._check_manual_dir(config.manual_dir or self._default_manual_dir(download_dir))
         try:
@@ -126,6 +127,8 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         except KeyboardInterrupt:
             if self._cache_dir is None:
                 raise
+            if self._outcomes is not None:  # the workers stop: no video is cached after the count
+                self._outcomes.close()
             kept = cache.Cache(self._cache_dir).count()
             print(summary.interrupted_message(kept, str(self._cache_dir)), file=sys.stderr)
             if summary.run_by_tfds_command():
@@ -215,7 +218,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         Videos go in manifest order, except that on a resumed build the ones
         already encoded are spread among the others (`encoding.resume_order`).
         """
-        outcomes = parallel.ordered_map(
+        self._outcomes = outcomes = parallel.ordered_map(
             encoding.encode,
             encoding.resume_order(tasks),
             num_workers=self._num_workers(),

@@ -65,8 +65,9 @@ def covering_size(ops, height, width, box_h, box_w):
     The axis that needs the larger scale becomes the box's side; the other is rounded half
     up, which keeps it at least the box's (its exact value is).
     """
-    by_height = box_h * ops.i64(width) >= box_w * ops.i64(height)
+    height, width = ops.i64(height), ops.i64(width)
+    by_height = box_h * width >= box_w * height
     new_h = ops.where(by_height, ops.i64(box_h), (height * box_w + width // 2) // width)
     new_w = ops.where(by_height, (width * box_h + height // 2) // height, ops.i64(box_w))
     fits = ops.logical_and(height >= box_h, width >= box_w)
-    return ops.where(fits, ops.i64(height), new_h), ops.where(fits, ops.i64(width), new_w)
+    return ops.where(fits, height, new_h), ops.where(fits, width, new_w)
