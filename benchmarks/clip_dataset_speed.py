@@ -10,6 +10,7 @@ time per clip the read threads hold the GIL.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import sys
@@ -17,7 +18,6 @@ import time
 from functools import partial
 
 import builds
-
 import video_sets
 from timing import arguments, interleave, log, median, one_cpu, pin, ratio, settled, table
 
@@ -88,14 +88,17 @@ def limit_reader(data_dir, num_frames, stride):
 
 
 def new_pipeline(data_dir, num_frames, stride, *, seed=SEED, num_epochs=None):
-    """clip_dataset: batches of uint8 clips."""
+    """clip_dataset: batches of uint8 clips of whole frames (a box of the frames' own size: the
+    dataset's frames are all of one size, which a `default` build does not declare)."""
     import tensorflow as tf
 
-    from video_tfrecords import clip_dataset
+    from video_tfrecords import ClipSource, clip_dataset
 
+    frame_size = ClipSource("train", data_dir=str(data_dir), num_frames=1)[0]["video"].shape[1:3]
     return clip_dataset(
         "train", data_dir=str(data_dir), num_frames=num_frames, stride=stride,
         batch_size=BATCH, dtype=tf.uint8, seed=seed, num_epochs=num_epochs,
+        crop_size=tuple(frame_size),
     )  # fmt: skip
 
 
@@ -209,7 +212,8 @@ def per_core(data_dir, num_frames, stride, rounds, clips) -> dict[str, list[floa
         return interleave({kind: partial(turn, kind) for kind in READERS}, rounds)
     finally:
         for kind, connection in connections.items():
-            connection.send(None)
+            with contextlib.suppress(OSError):  # a reader that died: the others must still stop
+                connection.send(None)
             processes[kind].join(timeout=60)
             if processes[kind].is_alive():
                 processes[kind].kill()

@@ -229,6 +229,8 @@ class TfReader:
             version=job["version"], num_frames=1,
         )  # fmt: skip
         names = [_text(source[i]["filename"]) for i in range(len(source))]
+        if "crop_size" not in spec:  # whole frames, all of one size (a box of that size)
+            spec["crop_size"] = tuple(source[0]["video"].shape[1:3])
         dataset = clip_dataset(
             "train",
             data_dir=job["data_dir"],

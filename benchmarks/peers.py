@@ -168,7 +168,7 @@ def plan_dataset(sources, data_dir: str, spec_of) -> Dataset:
     import cv2
 
     import video_tfrecords
-    from video_tfrecords.clips.keys import fold_in
+    from video_tfrecords.clips.keys import epoch_seed
     from video_tfrecords.records.example_parser import parse_example
 
     version = built_version(data_dir)
@@ -185,8 +185,8 @@ def plan_dataset(sources, data_dir: str, spec_of) -> Dataset:
         for recipe, spec in spec_of.items():
             specs[recipe] = spec(len(frames))
             seed = specs[recipe].get("seed")
-            epoch_seed = None if seed is None else fold_in(seed, 0)
-            plan = video_tfrecords.ClipDecoder(**specs[recipe]).plan_np(frames, epoch_seed)
+            first_epoch = None if seed is None else epoch_seed(seed, 0)
+            plan = video_tfrecords.ClipDecoder(**specs[recipe]).plan_np(frames, first_epoch)
             clips[recipe].append((video, [int(j) for j in plan["indices"].ravel()]))
     first = cv2.imdecode(np.frombuffer(frames[0], np.uint8), cv2.IMREAD_COLOR)
     return Dataset(sources, data_dir, version, tuple(first.shape[:2]), specs, clips)

@@ -60,21 +60,23 @@ def main():
         num_frames=args.num_frames,
         crop_size=(args.crop, args.crop),
         flip=True,
-        seed=args.seed,  # clips differ from epoch to epoch (set_epoch), yet a rerun replays them
+        seed=args.seed,  # clips differ from epoch to epoch, yet a rerun replays them
     )
+    # The sampler's indices carry the epoch (e * len + i), so workers that live across
+    # epochs (persistent_workers) read each epoch's clips; its seed replays the order.
+    sampler = source.sampler(shuffle=True, seed=args.seed)
     loader = torch.utils.data.DataLoader(
         source,
         batch_size=args.batch_size,
-        shuffle=True,
+        sampler=sampler,
         num_workers=args.workers,
-        generator=torch.Generator().manual_seed(args.seed),
+        persistent_workers=args.workers > 0,
     )
     model = tiny_video_classifier(len(source.label_names))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     for epoch in range(args.epochs):
-        # Workers copy the source when an epoch's iteration starts: set the epoch before it.
-        source.set_epoch(epoch)
+        sampler.set_epoch(epoch)  # new clips and a new order every epoch
         start, total, clips = time.perf_counter(), 0.0, 0
         for batch in loader:
             optimizer.zero_grad()

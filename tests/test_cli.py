@@ -1,12 +1,18 @@
 """The real `tfds build` command on dummy_data/, then `tfds.load` of what it wrote."""
 
+import json
 import os
 import pathlib
+import re
+import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import tensorflow_datasets as tfds
 
+import synthetic
 from conftest import opencv_frames, psnr
 from video_tfrecords.config import DATASET_VERSION
 
@@ -83,3 +89,88 @@ def test_imports_flag_works_from_any_directory(tmp_path):
         data_dir / "video_tfrecords" / "native" / DATASET_VERSION / "dataset_info.json"
     ).exists()
     assert os.listdir(tmp_path) == ["data"]
+
+
+def manual_dir_with_a_broken_video(tmp_path):
+    """dummy_data's train split plus one file that is not a video."""
+    manual = tmp_path / "manual"
+    shutil.copytree(REPO / "dummy_data", manual)
+    (manual / "videos" / "broken.mp4").write_bytes(b"not a video at all" * 100)
+    with open(manual / "train.txt", "a") as f:
+        f.write("videos/broken.mp4 juggling\n")
+    return manual
+
+
+def test_a_build_that_skips_a_video_exits_0_and_ends_with_a_summary(tmp_path):
+    manual = manual_dir_with_a_broken_video(tmp_path)
+    data_dir = tmp_path / "data"
+    result = tfds_build(
+        "video_tfrecords", f"--manual_dir={manual}", f"--data_dir={data_dir}", "--config=default",
+        cwd=REPO,
+    )
+    # The warning is a line of its own on a terminal: the progress bar is cleared (carriage
+    # return, cursor up) before it, not written into it.
+    shown = [line.split("\r")[-1] for line in re.sub(r"\x1b\[\d*A", "", result.stderr).split("\n")]
+    assert any(re.match(r"WARNING: Skipping .*train.txt:\d+: videos/broken.mp4: ", s) for s in shown)
+    info = data_dir / "video_tfrecords" / "default" / DATASET_VERSION / "metadata.json"
+    assert "  train: 3 examples written from 3 videos of 4 listed; 1 skipped, 0 kept with a note" in (
+        result.stdout
+    )
+    assert "  validation: 2 examples written from 2 videos of 2 listed; 0 skipped" in result.stdout
+    assert "  test: 1 example written from 1 video of 1 listed; 0 skipped" in result.stdout
+    assert f"info.metadata['skipped'] and ['notes'] ({info})" in result.stdout
+    (skipped,) = json.loads(info.read_text())["skipped"]  # where the summary points
+    assert skipped["path"] == "videos/broken.mp4" and skipped["reason"].startswith("not a video")
+
+
+def test_a_misspelt_config_field_is_named_with_its_fix(tmp_path):
+    result = subprocess.run(
+        [TFDS, "build", "video_tfrecords", "--manual_dir=dummy_data",
+         f"--data_dir={tmp_path}", '--config={"name": "x", "shortside": 128}'],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "VideoConfig has no field 'shortside' (did you mean 'short_side'?)" in result.stderr
+
+
+def test_tfds_build_without_a_manual_dir_says_which_folder_it_wanted(tmp_path):
+    result = subprocess.run(
+        [TFDS, "build", "video_tfrecords", f"--data_dir={tmp_path}", "--config=default"],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert f"Its manual dir {tmp_path}/downloads/manual does not exist" in result.stderr
+    assert "train.txt" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_says_how_many_videos_are_kept_and_the_rerun_resumes(tmp_path):
+    manual = tmp_path / "manual"
+    lines = []
+    for i in range(8):  # long enough that a build is still going after its first video
+        frames = synthetic.moving_frames(400, 360, 640, seed=i)
+        synthetic.write_video(str(manual / f"v{i}.mp4"), frames)
+        lines.append(f"v{i}.mp4 class{i % 2}\n")
+    (manual / "train.txt").write_text("".join(lines))
+    data_dir = tmp_path / "data"
+    command = [TFDS, "build", "video_tfrecords", f"--manual_dir={manual}",
+               f"--data_dir={data_dir}", "--config=default"]  # fmt: skip
+    build = subprocess.Popen(
+        command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # a terminal's Ctrl-C reaches the whole process group
+    )
+    deadline = time.monotonic() + 300
+    while not list(data_dir.glob("downloads/**/done.json")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.killpg(build.pid, signal.SIGINT)
+    _, stderr = build.communicate(timeout=300)
+    kept = len(list(data_dir.glob("downloads/**/done.json")))
+    assert build.returncode == 130
+    lines = [line for line in stderr.splitlines() if line.startswith("Interrupted")]
+    assert lines == [
+        f"Interrupted: {kept} video{'s' * (kept != 1)} encoded so far kept in the cache "
+        f"({data_dir}/downloads/video_tfrecords_cache/default); run the same command to resume."
+    ]
+    assert 1 <= kept < 8 and "Traceback" not in stderr
+    rerun = tfds_build(*command[2:], cwd=REPO)
+    assert "train: 8 examples written from 8 videos of 8 listed" in rerun.stdout

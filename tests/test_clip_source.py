@@ -141,13 +141,15 @@ def test_epochs_move_to_fold_in_seeds(tfrecord):
     source = source_of(tfrecord, seed=SEED, crop_size=(32, 32), flip=True)
     first = all_examples(source)
     assert source.seed == SEED
-    for epoch in (0, 3):
+    for epoch, seed in ((0, SEED), (3, fold_in(SEED, 3))):  # epoch 0: the seed itself
         source.set_epoch(epoch)
-        expected = tf_clips(tfrecord, seed=fold_in(SEED, epoch), crop_size=(32, 32), flip=True)
+        expected = tf_clips(tfrecord, seed=seed, crop_size=(32, 32), flip=True)
         clips = all_examples(source)
         for example in clips:
             np.testing.assert_array_equal(example["video"], expected[example["filename"]]["video"])
-        assert any(not np.array_equal(a["video"], b["video"]) for a, b in zip(first, clips))
+        assert any(not np.array_equal(a["video"], b["video"]) for a, b in zip(first, clips)) == (
+            epoch > 0
+        )
     with pytest.raises(ValueError, match="epoch"):
         source.set_epoch(-1)
 
@@ -191,8 +193,66 @@ def test_indices_and_batched_reads(array_record):
     assert [e["filename"] for e in batch] == [source[i]["filename"] for i in (3, 0, 3, 5)]
     np.testing.assert_array_equal(batch[0]["video"], source[3]["video"])
     with pytest.raises(IndexError):
-        source[len(source)]
+        source[-len(source) - 1]
     assert len(list(source)) == len(source)  # iteration stops at the end
+
+
+def test_an_index_past_the_end_carries_its_epoch(tfrecord):
+    source = source_of(tfrecord, seed=SEED, crop_size=(32, 32), flip=True)
+    n = len(source)
+    epoch_two = source_of(tfrecord, seed=SEED, crop_size=(32, 32), flip=True)
+    epoch_two.set_epoch(2)
+    for i in range(n):
+        np.testing.assert_array_equal(source[2 * n + i]["video"], epoch_two[i]["video"])
+        assert source[n + i]["filename"] == source[i]["filename"]
+    assert [e["filename"] for e in source.__getitems__([n + 1, 1])] == [source[1]["filename"]] * 2
+
+
+def epochs_through_persistent_workers(builder, torch, num_epochs=2):
+    """filename -> clip, per epoch, from a DataLoader whose two workers live across epochs."""
+    source = source_of(builder, seed=7, crop_size=(32, 32), flip=True)
+    sampler = source.sampler(shuffle=True, seed=3)
+    loader = torch.utils.data.DataLoader(
+        source, batch_size=2, sampler=sampler, num_workers=2, persistent_workers=True
+    )
+    epochs = []
+    for epoch in range(num_epochs):
+        sampler.set_epoch(epoch)
+        epochs.append(
+            {n: v for b in loader for n, v in zip(b["filename"], b["video"].numpy())}
+        )
+    return epochs
+
+
+def test_epochs_reach_persistent_dataloader_workers(tfrecord):
+    torch = pytest.importorskip("torch")
+    epochs = epochs_through_persistent_workers(tfrecord, torch)
+    reference = source_of(tfrecord, seed=7, crop_size=(32, 32), flip=True)
+    for epoch, clips in enumerate(epochs):
+        reference.set_epoch(epoch)  # one process: the clips each epoch must give
+        expected = {e["filename"]: e["video"] for e in all_examples(reference)}
+        assert clips.keys() == expected.keys()
+        for name, video in clips.items():
+            np.testing.assert_array_equal(video, expected[name])
+    assert any(not np.array_equal(epochs[0][k], epochs[1][k]) for k in epochs[0])
+    again = epochs_through_persistent_workers(tfrecord, torch)  # a rerun replays them
+    for first, second in zip(epochs, again):
+        for name in first:
+            np.testing.assert_array_equal(first[name], second[name])
+
+
+def test_the_sampler_yields_every_example_once_per_epoch_in_a_seeded_order(tfrecord):
+    sampler = source_of(tfrecord).sampler(shuffle=True, seed=5)
+    n = len(sampler)
+    orders = []
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        order = list(sampler)
+        assert sorted(order) == list(range(epoch * n, (epoch + 1) * n))
+        orders.append([i - epoch * n for i in order])
+    assert orders[0] != orders[1] or orders[1] != orders[2]
+    sampler.set_epoch(1)
+    assert [i - n for i in sampler] == orders[1]
 
 
 def test_pickled_source_gives_the_same_clips(tfrecord):

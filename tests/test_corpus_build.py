@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 import tensorflow_datasets as tfds
-import videos
 
+import videos
 from conftest import psnr
 from video_tfrecords import VideoConfig
 

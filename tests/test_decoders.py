@@ -16,13 +16,13 @@ import subprocess
 import sys
 import textwrap
 
-import box_reference
 import cv2
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+import box_reference
 from video_tfrecords.clips import decode_np, decode_tf, keys
 from video_tfrecords.clips.spec import ClipSpec
 from video_tfrecords.decoders import ClipDecoder, EncodedFrames
@@ -230,19 +230,17 @@ def test_empty_video_is_an_error():
         decoder.sample_np([])
 
 
-def test_crop_larger_than_frame_is_a_clear_error(video):
+def test_a_crop_larger_than_the_frame_enlarges_it_on_every_path(video):
+    # A 32x48 frame and a 33-row box: the frame is scaled up to 33x50 first (the pixels
+    # against a resize-then-crop: tests/test_small_frames.py).
     frames, frames_t, _ = video
-    decoder = ClipDecoder(2, crop_size=(H + 1, 8))
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"crop_size \(33, 8\).*32x48"):
-        decoder.sample(frames_t)
-    with pytest.raises(ValueError, match=r"crop_size \(33, 8\).*32x48"):
-        decoder.sample_np(frames)
-    ds = tf.data.Dataset.from_tensors(frames_t).map(decoder.decode_batch_example)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"crop_size \(33, 8\)"):
-        list(ds)
-    resized = ClipDecoder(2, crop_size=(17, 8), short_side=16)
-    with pytest.raises(ValueError, match=r"\(16x24 after short_side=16\)"):
-        resized.sample_np(frames)
+    for decoder in (ClipDecoder(2, crop_size=(H + 1, 8), seed=3),
+                    ClipDecoder(2, crop_size=(17, 8), short_side=16, seed=3)):  # fmt: skip
+        expected = decoder.sample_np(frames)
+        assert expected.shape == (2, *decoder.crop_size, 3)
+        np.testing.assert_array_equal(decoder.sample(frames_t).numpy(), expected)
+        (graph,) = tf.data.Dataset.from_tensors(frames_t).map(decoder.decode_batch_example)
+        np.testing.assert_array_equal(graph.numpy(), expected)
 
 
 @pytest.mark.parametrize("crop_size", [None, (16, 16)])

@@ -139,11 +139,11 @@ def test_clip_dataset_training(tiny_data_dir):
     # Each epoch sees every video once.
     assert sorted(labels[:NUM_VIDEOS]) == sorted(labels[NUM_VIDEOS:]) == list(range(NUM_VIDEOS))
 
-    # Epoch e samples every video with the seed fold_in(3, e).
+    # Epoch e samples every video with the seed of epoch e (3 itself, then fold_in(3, e)).
     frames = _stored_frames(tiny_data_dir)
     decoder = ClipDecoder(4, stride=(1, 2), crop_size=(16, 16), flip=True)
     for position, (clip, label) in enumerate(zip(clips, labels)):
-        epoch_seed = keys.fold_in(3, position // NUM_VIDEOS)
+        epoch_seed = keys.epoch_seed(3, position // NUM_VIDEOS)
         expected = decoder.sample_np(frames[int(label)].numpy(), epoch_seed)
         np.testing.assert_array_equal(np.round(clip * 255).astype(np.uint8), expected)
     # So clips change between epochs ...
@@ -206,7 +206,7 @@ def test_clip_dataset_static_frame_size_without_crop(tiny_data_dir, short_side, 
     # Same clip as the NumPy path with the epoch's seed (half-size decode: exact).
     frames = _stored_frames(tiny_data_dir)[int(labels[0])].numpy()
     decoder = ClipDecoder(2, short_side=short_side)
-    np.testing.assert_array_equal(clips[0], decoder.sample_np(frames, keys.fold_in(1, 0)))
+    np.testing.assert_array_equal(clips[0], decoder.sample_np(frames, keys.epoch_seed(1, 0)))
 
 
 def test_clip_dataset_evaluation(tiny_data_dir):
@@ -260,9 +260,7 @@ def _source_clips(data_dir, epoch, **kwargs):
 
 def _decoder_clips(data_dir, epoch, seed, **kwargs):
     """label -> the clip `tfds.load` + `ClipDecoder` gives with epoch `epoch`'s seed."""
-    from video_tfrecords import fold_in
-
-    decoder = ClipDecoder(seed=fold_in(seed, epoch), **kwargs)
+    decoder = ClipDecoder(seed=keys.epoch_seed(seed, epoch), **kwargs)
     ds = tfds.load(
         "sampling_test_videos", split="train", data_dir=data_dir, decoders={"video": decoder}
     )
@@ -439,7 +437,24 @@ def test_clip_dataset_test_views_and_recipes_have_static_shapes_and_the_decoders
     seen = 0
     for clips, labels in _run(ds):
         for clip, label in zip(clips, labels):
-            expected = decoder.sample_np(frames[int(label)].numpy(), keys.fold_in(5, 0))
+            expected = decoder.sample_np(frames[int(label)].numpy(), keys.epoch_seed(5, 0))
             np.testing.assert_array_equal(clip, expected)
             seen += 1
     assert seen == NUM_VIDEOS
+
+
+def test_clip_dataset_on_a_data_dir_without_the_dataset_says_how_to_build_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"No prepared video_tfrecords dataset in .*tfds b"):
+        input_pipeline.clip_dataset(
+            "train", num_frames=4, batch_size=2, data_dir=str(tmp_path), crop_size=(8, 8)
+        )
+    assert list(tmp_path.iterdir()) == []  # nothing built, no folder made
+
+
+def test_tfds_load_without_a_manual_dir_names_the_folder_it_wanted(tmp_path):
+    with pytest.raises(FileNotFoundError) as error:
+        tfds.load("video_tfrecords", split="train", data_dir=str(tmp_path))
+    text = str(error.value)
+    assert f"Its manual dir {tmp_path}/downloads/manual does not exist" in text
+    assert "train.txt" in text and "--manual_dir=DIR" in text
+    assert list(tmp_path.iterdir()) == []

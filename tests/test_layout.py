@@ -121,7 +121,7 @@ def test_no_module_over_400_lines():
 def test_design_names_every_module_and_only_modules_that_exist():
     text = DESIGN.read_text(encoding="utf-8")
     named = {
-        name for name in re.findall(r"`([a-z_]+(?:/[a-z_]+)*\.py)`", text)
+        name for name in re.findall(r"`([a-z0-9_]+(?:/[a-z0-9_]+)*\.py)`", text)
         if not name.startswith(("tests/", "benchmarks/", "examples/"))
     }
     files = {
@@ -145,7 +145,7 @@ def diagram_edges() -> set[tuple[str, str]]:
         if line.strip() == "end":
             folder = ""
         for node, label in re.findall(r'(\w+)\["([^"]*)"\]', line):
-            name = re.search(r"([a-z_]+)\.py", label).group(1)
+            name = re.search(r"([a-z0-9_]+)\.py", label).group(1)
             files[node] = f"video_tfrecords.{folder}{name}"
     edges = set()
     for line in text.splitlines():

@@ -31,6 +31,23 @@ def test_line_without_label_is_rejected():
         manifest.parse_line("videos/lonely.mp4")
 
 
+@pytest.mark.parametrize("line", ["videos/clip 01.mp4", "/data/rock climbing/take 2.MKV"])
+def test_a_path_with_spaces_and_no_label_is_not_split_into_path_and_class(line):
+    with pytest.raises(ValueError, match="the label is missing"):
+        manifest.parse_line(line)
+
+
+def test_a_missing_label_is_reported_with_its_file_and_line(tmp_path):
+    write(tmp_path, {"train.txt": "a.mp4 cat\nvideos/clip 01.mp4\n"})
+    with pytest.raises(manifest.ManifestError, match=r"train.txt:2: .*the label is missing"):
+        manifest.read_dataset(tmp_path)
+
+
+def test_labels_that_merely_contain_a_dot_are_labels():
+    assert manifest.parse_line("a.mp4 v1.0") == ("a.mp4", "v1.0")
+    assert manifest.parse_line("a.mp4 .mp4") == ("a.mp4", ".mp4")  # no file name before the dot
+
+
 def test_names_become_sorted_unique_classes_across_manifests(tmp_path):
     write(tmp_path, {"train.txt": "a.mp4 zebra\nb.mp4 apple\n", "val.txt": "c.mp4 mango\n"})
     dataset = manifest.read_dataset(tmp_path)

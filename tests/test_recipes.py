@@ -14,12 +14,12 @@ import math
 import pathlib
 import random
 
-import box_reference
 import numpy as np
 import pytest
 import tensorflow as tf
 from scipy import stats
 
+import box_reference
 from video_tfrecords.clips import decode_np, decode_tf
 from video_tfrecords.clips.spec import ClipSpec
 from video_tfrecords.decoders import ClipDecoder

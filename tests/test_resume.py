@@ -219,7 +219,6 @@ def test_a_cache_that_cannot_be_written_fails_the_build_instead_of_skipping_vide
 
 def test_a_damaged_video_cached_by_a_lenient_build_fails_a_strict_one(tmp_path):
     import videos
-
     from video_tfrecords.build import encoding
 
     whole = videos.make(tmp_path / "whole.mp4", num_frames=20)

@@ -175,7 +175,7 @@ def test_spark_build_writes_the_plain_builds_dataset(manual, plain, spark, tmp_p
     assert sorted(e["filename"].numpy() for e in loaded) == [b"v6.mp4"] * 3 + [b"v7.mp4"]
     (batch, labels), *_ = clip_dataset(
         "validation",
-        name=f"video_tfrecords/{NAME}",
+        builder_kwargs={"config": NAME},
         data_dir=str(data_dir),
         num_frames=2,
         batch_size=4,

@@ -11,9 +11,9 @@ import pathlib
 
 import numpy as np
 import pytest
-import videos
 from av.video.reformatter import ColorRange, Colorspace
 
+import videos
 from conftest import psnr
 from video_tfrecords.build import video_io
 

@@ -121,7 +121,7 @@ class ClipSource:
             if feature.is_scalar and name not in REQUIRED_FEATURES
         }
         self.label_names = dataset_files.read_label_names(self.dataset_dir)
-        self._epoch: int | None = None
+        self._epoch = 0
         self._new_fingerprint_cache()
 
     def _new_fingerprint_cache(self) -> None:
@@ -151,31 +151,55 @@ class ClipSource:
 
     @property
     def seed(self) -> int | None:
-        """The current clips' seed: the given one, or `fold_in(seed, epoch)` after set_epoch."""
-        if self.spec.seed is None or self._epoch is None:
-            return self.spec.seed
-        return keys.fold_in(self.spec.seed, self._epoch)
+        """The current clips' seed: the given one for epoch 0 (`set_epoch`), `fold_in(seed, e)`
+        for epoch e > 0 (`keys.epoch_seed`)."""
+        return self._epoch_seed(self._epoch)
 
     def set_epoch(self, epoch: int) -> None:
-        """Moves to the clips of `epoch` (seed `fold_in(seed, epoch)`, as clip_dataset's epochs)."""
+        """Moves indices below `len(self)` to the clips of `epoch` (as clip_dataset's epochs).
+
+        In this process only: DataLoader workers, above all persistent ones, keep their copy's
+        epoch. There, use indices that carry their epoch (`sampler`).
+        """
         if not is_int(epoch) or epoch < 0:
             raise ValueError(f"epoch must be a non-negative int, got {epoch!r}.")
         self._epoch = int(epoch)
 
-    def _record_index(self, index) -> int:
-        """The split-wide record index of `index` in this source (negative indices count back)."""
+    def sampler(self, *, shuffle: bool = True, seed: int | None = None) -> EpochSampler:
+        """Indices for a `torch.utils.data.DataLoader(source, sampler=...)` that carry the epoch.
+
+        Call the sampler's `set_epoch(e)` before each epoch: it yields e * len + i (record i,
+        epoch e), so every worker, persistent or not, reads epoch e's clips. `seed` shuffles
+        the order (a fresh order every epoch without one).
+        """
+        return EpochSampler(len(self), shuffle=shuffle, seed=seed)
+
+    def _epoch_seed(self, epoch: int) -> int | None:
+        if self.spec.seed is None:
+            return None
+        return keys.epoch_seed(self.spec.seed, epoch)
+
+    def _locate(self, index) -> tuple[int, int]:
+        """(split-wide record index, epoch) of an index: i < len is record i at the source's
+        epoch; e * len + i is record i at epoch e (Grain's global indices); negative indices
+        count back from the end."""
         if not is_int(index):
             raise TypeError(f"ClipSource indices must be ints, got {index!r}.")
-        index = int(index)
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(f"index {index} out of range for a ClipSource of {len(self)} clips.")
-        return self._range[index]
+        index, length = int(index), len(self)
+        if -length <= index < 0:
+            index += length
+        if index < 0 or not length:
+            raise IndexError(f"index {index} out of range for a ClipSource of {length} clips.")
+        epoch, position = divmod(index, length)
+        return self._range[position], self._epoch if epoch == 0 else epoch
 
     def __getitem__(self, index) -> dict:
-        record_index = self._record_index(index)
-        return self._example(record_index, self.reader.read(record_index), self.seed)
+        record_index, epoch = self._locate(index)
+        return self._example(record_index, self.reader.read(record_index), self._epoch_seed(epoch))
+
+    def __iter__(self):
+        """The examples in order, at the source's epoch."""
+        return (self[i] for i in range(len(self)))
 
     def get(self, index, *, seed: int | None, out: np.ndarray | None = None) -> dict:
         """`source[index]` with the clip drawn with `seed` (None: fresh) instead of the source's.
@@ -184,7 +208,7 @@ class ClipSource:
         own seed and epoch are left as they are. `out`: a uint8 array of the clip's
         shape to decode into (returned as "video").
         """
-        record_index = self._record_index(index)
+        record_index, _ = self._locate(index)
         return self._example(record_index, self.reader.read(record_index), seed, out)
 
     def __getitems__(self, indices) -> list[dict]:
@@ -194,13 +218,16 @@ class ClipSource:
         at a time, each decoded before the next is read (a batch of records is
         not held in memory).
         """
-        record_indices = [self._record_index(i) for i in indices]
+        located = [self._locate(i) for i in indices]
+        record_indices = [record_index for record_index, _ in located]
         if self.reader.shards.file_format == "array_record":
             data = self.reader.read_many(record_indices)
         else:
             data = map(self.reader.read, record_indices)
-        seed = self.seed
-        return [self._example(i, record, seed) for i, record in zip(record_indices, data)]
+        return [
+            self._example(i, record, self._epoch_seed(epoch))
+            for (i, epoch), record in zip(located, data)
+        ]
 
     _getitems = __getitems__  # Grain's name for batched reads
 
@@ -292,3 +319,30 @@ def _scalar(feature: dataset_files.Feature, values):
     if feature.kind == "ClassLabel":
         return np.int64(values[0])
     return np.asarray(values[0]).astype(feature.dtype or values.dtype)[()]
+
+
+class EpochSampler:
+    """Indices of one epoch at a time, each carrying its epoch: e * length + i (see `sampler`).
+
+    A plain iterable with `len` and `set_epoch`, as PyTorch's DistributedSampler: the
+    indices are made in the main process, so the epoch reaches every DataLoader worker.
+    """
+
+    def __init__(self, length: int, *, shuffle: bool = True, seed: int | None = None):
+        self.length, self.shuffle, self.seed = length, shuffle, seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        if not is_int(epoch) or epoch < 0:
+            raise ValueError(f"epoch must be a non-negative int, got {epoch!r}.")
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self):
+        order = np.arange(self.length)
+        if self.shuffle:
+            seed = None if self.seed is None else keys.epoch_seed(self.seed, self.epoch) % 2**64
+            np.random.default_rng(seed).shuffle(order)
+        return iter((order + self.epoch * self.length).tolist())

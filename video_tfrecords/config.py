@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import math
+import numbers
 
 import tensorflow_datasets as tfds
 
@@ -70,12 +73,19 @@ class VideoConfig(tfds.core.BuilderConfig):
     num_workers: int = 0
     keep_cache: bool = False
 
+    def __new__(cls, *args, **fields):
+        """Refuses an unknown field by name, with the nearest valid one (a typo's fix)."""
+        unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(_unknown_fields(cls, unknown))
+        return super().__new__(cls)
+
     def __post_init__(self):
-        if self.size is not None:
-            self.size = tuple(self.size)  # JSON gives lists
         problems = _problems(self)
         if problems:
             raise ValueError(f"VideoConfig {self.name!r}: " + "; ".join(problems))
+        if self.size is not None:
+            self.size = tuple(int(s) for s in self.size)  # JSON gives lists
         if self.version is None:
             self.version = DATASET_VERSION
 
@@ -84,22 +94,61 @@ class VideoConfig(tfds.core.BuilderConfig):
         return {field: getattr(self, field) for field in FRAME_FIELDS}
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return real and math.isfinite(value)
+
+
+def _is_size(value) -> bool:
+    return (
+        isinstance(value, (tuple, list)) and len(value) == 2
+        and all(_is_int(v) and v > 0 for v in value)
+    )
+
+
+# Field -> (what it takes, in words; whether a value is that).
+_RULES = {
+    "short_side": ("a positive int or None", lambda v: v is None or (_is_int(v) and v > 0)),
+    "size": ("(height, width), two positive ints, or None", lambda v: v is None or _is_size(v)),
+    "upscale": ("true or false", lambda v: isinstance(v, bool)),
+    "coded_aspect": ("true or false", lambda v: isinstance(v, bool)),
+    "fps": ("a positive number or None", lambda v: v is None or (_is_number(v) and v > 0)),
+    "max_frames": ("a positive int or None", lambda v: v is None or (_is_int(v) and v > 0)),
+    "num_frames": ("a positive int or None", lambda v: v is None or (_is_int(v) and v > 0)),
+    "jpeg_quality": ("an int from 1 to 100", lambda v: _is_int(v) and 1 <= v <= 100),
+    "segment_frames": ("a positive int or None", lambda v: v is None or (_is_int(v) and v > 0)),
+    "strict": ("true or false", lambda v: isinstance(v, bool)),
+    "num_workers": ("an int >= 0 (0: one per core)", lambda v: _is_int(v) and v >= 0),
+    "keep_cache": ("true or false", lambda v: isinstance(v, bool)),
+}
+
+
 def _problems(config: VideoConfig) -> list[str]:
-    """Everything wrong with the config's fields, in words."""
+    """Everything wrong with the config's fields, in words: each field and what it takes."""
     problems = [
-        f"{field} must be positive, got {getattr(config, field)}"
-        for field in ("short_side", "fps", "max_frames", "num_frames", "segment_frames")
-        if getattr(config, field) is not None and getattr(config, field) <= 0
+        f"{field} must be {takes}, got {getattr(config, field)!r}"
+        for field, (takes, ok) in _RULES.items()
+        if not ok(getattr(config, field))
     ]
-    if config.size is not None and (len(config.size) != 2 or min(config.size) <= 0):
-        problems.append(f"size must be (height, width) > 0, got {config.size}")
-    if not 1 <= config.jpeg_quality <= 100:
-        problems.append(f"jpeg_quality must be in 1..100, got {config.jpeg_quality}")
     if config.fps is not None and config.num_frames is not None:
         problems.append("choose one of fps and num_frames")
-    if config.num_workers < 0:
-        problems.append(f"num_workers must be >= 0, got {config.num_workers}")
     return problems
+
+
+def _unknown_fields(cls, unknown: list[str]) -> str:
+    """Names the unknown fields, the nearest valid name of each, and every valid field."""
+    valid = [f.name for f in dataclasses.fields(cls)]
+    parts = []
+    for name in unknown:
+        near = difflib.get_close_matches(name, valid, n=1)
+        parts.append(f"{name!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    return (
+        f"VideoConfig has no field {', '.join(parts)}. Valid fields: {', '.join(valid)}."
+    )
 
 
 DEFAULT = VideoConfig(

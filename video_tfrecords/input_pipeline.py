@@ -26,7 +26,7 @@ import tensorflow_datasets as tfds
 from video_tfrecords.clip_source import ClipSource
 from video_tfrecords.clips import backends, keys
 from video_tfrecords.clips.spec import check_positive_int, is_int
-from video_tfrecords.records import buffers
+from video_tfrecords.records import buffers, dataset_files
 
 __all__ = ["clip_dataset"]
 
@@ -81,16 +81,19 @@ def clip_dataset(
 ) -> tf.data.Dataset:
     """A batched `(clip, label)` dataset for training or evaluation.
 
-    Finds (or prepares, as `tfds.load` does) the TFDS dataset `name` and reads
-    it with `ClipSource(split, num_frames=num_frames, **clip_kwargs)`: one clip
-    per example, decoding only its frames.
+    Finds the prepared TFDS dataset `name` (as `tfds.load` does; it is not built
+    here: build it with `tfds build`) and reads it with `ClipSource(split,
+    num_frames=num_frames, **clip_kwargs)`: one clip per example, decoding only
+    its frames. Clips are stacked into batches: on a dataset whose frames vary
+    in size (no `size` in its config), pass `crop_size`.
 
     Training (`training=True`): the examples are shuffled whole every epoch,
     clips default to mode="random" with random crops, the dataset repeats
     `num_epochs` times (forever if None) and batches drop the remainder
     (static batch size; epochs are concatenated, then batched). Epoch e uses
-    the seed `fold_in(seed, e)` for its order and its clips, the clips that
-    `ClipSource(seed=seed)` gives after `set_epoch(e)`, so clips change every
+    the seed `keys.epoch_seed(seed, e)` (seed itself, then `fold_in(seed, e)`)
+    for its order and its clips, the clips that `ClipSource(seed=seed)` gives
+    after `set_epoch(e)`, so clips change every
     epoch yet a seeded run replays exactly; without a seed every epoch draws a
     fresh order and every read a fresh clip.
 
@@ -106,7 +109,7 @@ def clip_dataset(
         training: training or evaluation defaults (see above).
         seed: optional int for a reproducible pipeline.
         data_dir: TFDS data directory.
-        builder_kwargs: forwarded to `tfds.builder` (e.g. {"config": ..., "version": ...}).
+        builder_kwargs: {"config": ..., "version": ...}: which prepared variant to read.
         num_epochs: number of passes; None = forever in training, 1 in eval.
         dtype: tf.float32 (default) gives values in [0, 1]; tf.uint8 keeps raw
             bytes (4x less memory; normalise on the accelerator).
@@ -145,19 +148,22 @@ def clip_dataset(
         shard_index = input_context.input_pipeline_id
         num_shards = input_context.num_input_pipelines
 
-    builder = tfds.builder(name, data_dir=data_dir, **dict(builder_kwargs or {}))
-    if not builder.is_prepared():
-        builder.download_and_prepare()  # what tfds.load does for a dataset not yet built
     source = ClipSource(
         split,
         num_frames=num_frames,
-        dataset_dir=builder.data_dir,
+        dataset_dir=_prepared_dir(name, data_dir, builder_kwargs),
         shard_index=shard_index,
         num_shards=num_shards,
         **clip_kwargs,
     ).index_all()
-    frame_size = tuple(builder.info.features["video"].shape[1:3])
-    clip_shape = _clip_shape(source.spec, frame_size)
+    frame_size = tuple(None if s < 0 else s for s in source.features["video"].shape[1:3])
+    if None in frame_size and source.spec.crop_size is None:
+        raise ValueError(
+            f"clip_dataset stacks clips into batches, but the frames of {source.dataset_dir} "
+            "vary in size (its config has no `size`): pass crop_size=(h, w) (with short_side= "
+            "to scale the frames first), or build with a fixed size (VideoConfig(size=(h, w)))."
+        )
+    clip_shape = source.spec.output_shape(frame_size)
     reader = BatchReader(source, clip_shape, seeded=seed is not None)
     order = _epoch_orders(len(source), seed, training, num_epochs)
     batches = order.batch(batch_size, drop_remainder=training)
@@ -182,6 +188,24 @@ def clip_dataset(
     return ds.prefetch(1).with_options(options)
 
 
+def _prepared_dir(name: str, data_dir, builder_kwargs) -> str:
+    """The prepared dataset's folder, found as `tfds.load` finds it; nothing is built or
+    created: a clear error says how to build it."""
+    kwargs = dict(builder_kwargs or {})
+    config = kwargs.pop("config", None)
+    version = kwargs.pop("version", None)
+    if kwargs:
+        raise ValueError(f"builder_kwargs takes config and version only, got {sorted(kwargs)}.")
+    if config is None:  # the builder's first config, as tfds.load picks
+        try:
+            configs = tfds.builder_cls(name).BUILDER_CONFIGS or [None]
+        except tfds.core.DatasetNotFoundError:  # not registered here: found by its files
+            configs = [None]
+        config = configs[0]
+    config = getattr(config, "name", config)
+    return dataset_files.find_dataset_dir(data_dir, config, version, name=name)
+
+
 def _epoch_orders(length: int, seed, training: bool, num_epochs) -> tf.data.Dataset:
     """(example index, epoch seed) pairs, epoch after epoch: each epoch's order and seed."""
     epochs = tf.data.Dataset.counter() if num_epochs is None else tf.data.Dataset.range(num_epochs)
@@ -191,7 +215,7 @@ def _epoch_orders(length: int, seed, training: bool, num_epochs) -> tf.data.Data
         if seed is None:
             epoch_seed = keys.fresh_seed(backends.tf_ops())
         else:
-            epoch_seed = keys.fold_in(seed, epoch)
+            epoch_seed = keys.epoch_seed(seed, epoch)
         indices = tf.range(length, dtype=tf.int64)
         if training:  # the whole split, shuffled by the epoch's seed
             shuffle_seed = tf.stack([epoch_seed, tf.constant(0, tf.int64)])
@@ -251,6 +275,3 @@ class BatchReader:
         return clips, labels
 
 
-def _clip_shape(spec, frame_size) -> list[int | None]:
-    """The static shape of one example's clip(s): see `ClipSpec.output_shape`."""
-    return spec.output_shape(frame_size)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 
 import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
 
 from video_tfrecords import config as config_lib
-from video_tfrecords.build import encoding, manifest, parallel
+from video_tfrecords.build import cache, encoding, manifest, parallel, summary
 from video_tfrecords.build.encoding import VideoBuildError
 from video_tfrecords.records.array_record_shard import note_array_record_use
 
@@ -111,11 +112,28 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         )
 
     def download_and_prepare(self, *, download_dir=None, download_config=None, **kwargs):
-        """Builds, then removes the cache of encoded videos unless the config keeps it."""
+        """Builds, then removes the cache of encoded videos unless the config keeps it, and
+        prints a summary; an interrupted build says how to resume."""
         config = download_config or tfds.download.DownloadConfig()
         self._use_beam = bool(config.beam_runner or config.beam_options)
         self._cache_dir = None
-        super().download_and_prepare(download_dir=download_dir, download_config=config, **kwargs)
+        self._outcomes = None  # the local build's worker pool, as a generator of outcomes
+        if not self.is_prepared():
+            self._check_manual_dir(config.manual_dir or self._default_manual_dir(download_dir))
+        try:
+            super().download_and_prepare(
+                download_dir=download_dir, download_config=config, **kwargs
+            )
+        except KeyboardInterrupt:
+            if self._cache_dir is None:
+                raise
+            if self._outcomes is not None:  # the workers stop: no video is cached after the count
+                self._outcomes.close()
+            kept = cache.Cache(self._cache_dir).count()
+            print(summary.interrupted_message(kept, str(self._cache_dir)), file=sys.stderr)
+            if summary.run_by_tfds_command():
+                raise SystemExit(130) from None  # the shell's status for Ctrl-C; no traceback
+            raise
         if (
             self._cache_dir is not None
             and self.info.file_format == tfds.core.FileFormat.ARRAY_RECORD
@@ -124,7 +142,36 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             note_array_record_use()
         if self._use_beam:
             self._collect_beam_records()
+        if self._cache_dir is None:
+            return  # already prepared: nothing was built
         self.remove_cache()
+        examples = {split: info.num_examples for split, info in self.info.splits.items()}
+        info_path = str(epath.Path(self.data_dir) / "metadata.json")
+        print(
+            summary.build_summary(
+                self.info.full_name, self._videos_per_split, examples, self.info.metadata,
+                info_path,
+            )
+        )
+
+    def _default_manual_dir(self, download_dir) -> epath.Path:
+        """Where TFDS looks for the manual dir when none is given: download_dir/manual."""
+        downloads = download_dir or epath.Path(self.data_dir_root) / "downloads"
+        return epath.Path(downloads) / "manual"
+
+    def _check_manual_dir(self, manual_dir) -> None:
+        """Says which folder the build wanted and what goes in it, before TFDS makes folders."""
+        manual_dir = epath.Path(manual_dir)
+        if manual_dir.is_dir() and any(manual_dir.iterdir()):
+            return
+        raise FileNotFoundError(
+            f"{self.info.full_name} is built from your own videos, and is not prepared in "
+            f"{self.data_dir_root}. Its manual dir {manual_dir} "
+            f"{'is empty' if manual_dir.is_dir() else 'does not exist'}. Build it with `tfds "
+            f"build video_tfrecords --manual_dir=DIR --data_dir={self.data_dir_root} "
+            f"--config={self.builder_config.name}` (or pass download_config=tfds.download."
+            f"DownloadConfig(manual_dir=DIR)).\n\n{MANUAL_INSTRUCTIONS}"
+        )
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
         threads = parallel.threads_per_worker(self._num_workers())
@@ -206,7 +253,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         Videos go in manifest order, except that on a resumed build the ones
         already encoded are spread among the others (`encoding.resume_order`).
         """
-        outcomes = parallel.ordered_map(
+        self._outcomes = outcomes = parallel.ordered_map(
             encoding.encode,
             encoding.resume_order(tasks),
             num_workers=self._num_workers(),

@@ -142,6 +142,10 @@ class Cache:
     def writer(self, key: str) -> EntryWriter:
         return EntryWriter(self.folder(key))
 
+    def count(self) -> int:
+        """The number of finished entries (videos that a rerun does not encode again)."""
+        return sum(1 for _ in self.root.glob(f"*/*/{DONE}")) if self.root.exists() else 0
+
 
 def cached(
     root: epath.PathLike, key: Callable[[], str], encode: Callable[[Callable[[dict], None]], dict]

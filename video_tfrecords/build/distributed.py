@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 import tensorflow_datasets as tfds
 from etils import epath
 
-from video_tfrecords.build import cache, encoding, shards, spread
+from video_tfrecords.build import cache, encoding, shards, spread, summary
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,14 @@ def build(
     _save_default_config(builder, final.parent.parent)
     staging.rename(final)
     builder.remove_cache()
-    log.info("Built %s", final)
+    videos = {split: len(split_tasks) for split, split_tasks in tasks.items()}
+    examples = {info.name: info.num_examples for info in infos}
+    info_path = str(final / "metadata.json")
+    print(
+        summary.build_summary(
+            builder.info.full_name, videos, examples, builder.info.metadata, info_path
+        )
+    )
     return final
 
 

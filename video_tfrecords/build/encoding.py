@@ -15,21 +15,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import math
 import os
+import sys
 from collections.abc import Callable, Iterator
 
 import cv2
 import numpy as np
 from awscrt import checksums
+from tqdm import tqdm
 
 from video_tfrecords.build import cache, manifest, video_io
 from video_tfrecords.build.frame_choice import frame_rate, selected_frames, stored_size
 from video_tfrecords.clips import keys
 from video_tfrecords.config import VideoConfig
-
-log = logging.getLogger(__name__)
 
 # Protobuf refuses messages over 2 GiB; stay well clear of it.
 MAX_EXAMPLE_BYTES = 1 << 30
@@ -278,10 +277,15 @@ def report(outcome: Outcome, strict: bool) -> Outcome:
             f"{task.where}: {outcome.skipped['reason']} (strict build stops here)"
         )
     if outcome.skipped:
-        log.warning("Skipping %s: %s", task.where, outcome.skipped["reason"])
+        _warn(f"Skipping {task.where}: {outcome.skipped['reason']}")
     if outcome.note:
-        log.warning("Keeping %s: %s", task.where, outcome.note["reason"])
+        _warn(f"Keeping {task.where}: {outcome.note['reason']}")
     return outcome
+
+
+def _warn(text: str) -> None:
+    """A warning on stderr, printed above TFDS's progress bars (tqdm's) instead of into them."""
+    tqdm.write(f"WARNING: {text}", file=sys.stderr)
 
 
 def records_of(outcome: Outcome) -> list[str]:

@@ -23,6 +23,12 @@ MANIFEST_FILES: Mapping[str, tuple[str, ...]] = {
     "test": ("test.txt",),
 }
 LABELS_FILE = "labels.txt"
+# File extensions of the video containers corpora hold (lower case, without the dot), in the
+# order make_manifests prefers when one video is there in several.
+VIDEO_EXTENSIONS = (
+    "mp4", "webm", "mkv", "m4v", "mov", "avi", "flv", "mpg", "mpeg", "wmv", "3gp", "ogv",
+    "ts", "mts", "m2ts", "vob", "asf", "dv", "mxf",
+)  # fmt: skip
 
 
 class ManifestError(ValueError):
@@ -73,7 +79,18 @@ def parse_line(text: str) -> tuple[str, str] | None:
     parts = stripped.rsplit(maxsplit=1)
     if len(parts) != 2:
         raise ValueError(f"expected '{{video path}} {{label}}', got {stripped!r} (no label)")
+    if looks_like_video_file(parts[1]):  # `clip 01.mp4` would be the path `clip`, class `01.mp4`
+        raise ValueError(
+            f"expected '{{video path}} {{label}}', got {stripped!r}: the label is missing "
+            f"({parts[1]!r} is the end of a video file name)"
+        )
     return parts[0], parts[1]
+
+
+def looks_like_video_file(name: str) -> bool:
+    """Whether `name` ends in a video file extension (`.mp4`, `.AVI`, ...)."""
+    stem, dot, extension = name.rpartition(".")
+    return bool(stem and dot) and extension.lower() in VIDEO_EXTENSIONS
 
 
 def read_manifest(path: epath.Path) -> tuple[list[Entry], list[str]]:

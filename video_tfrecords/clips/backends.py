@@ -1,8 +1,9 @@
 """Array backends for the clip plan: the few ops it needs, on NumPy or TensorFlow.
 
-The plan (`plan`, `sampling`, `boxes`, `geometry`, `keys`) is written once over these ops, so the NumPy path and
-the TF path draw identical clips. `tf_ops()` imports TensorFlow on first use,
-so a process without TensorFlow can plan clips.
+The plan (`plan`, `sampling`, `boxes`, `geometry`, `keys`) is written once
+over these ops, so the NumPy path and the TF path draw identical clips.
+`tf_ops()` imports TensorFlow on first use, so a process without TensorFlow
+can plan clips.
 """
 
 from __future__ import annotations
@@ -240,7 +241,8 @@ class TensorFlowOps:
         return contextlib.nullcontext()
 
     def is_jpeg(self, data):
-        return self.tf.reduce_all(self.tf.equal(self.tf.strings.substr(data, 0, 3), jpeg.JPEG_MAGIC))
+        magic = self.tf.strings.substr(data, 0, 3)
+        return self.tf.reduce_all(self.tf.equal(magic, jpeg.JPEG_MAGIC))
 
     def jpeg_size(self, data):
         size = self.i64(self.tf.io.extract_jpeg_shape(data))

@@ -40,12 +40,22 @@ def plan_np(
     `short_side`; zeros without crop) and "flip" (bool [num_views]); views are
     clips times crops, clip-major.
     """
-    with backends.NP_OPS.wrapping():
-        plan = checked_plan(
-            backends.NP_OPS, spec, frames, seed, name, fingerprint=fingerprint,
-            timestamps=timestamps, source_fps=source_fps,
-        ).plan
+    plan = _layout(
+        spec, frames, seed, name, fingerprint=fingerprint, timestamps=timestamps,
+        source_fps=source_fps,
+    ).plan
     return {k: np.asarray(v) for k, v in plan.items()}
+
+
+def _layout(spec, frames, seed, name, **plan_args):
+    """The checked plan on NumPy; planned again, frames enlarged, if they do not hold the box."""
+    with backends.NP_OPS.wrapping():
+        layout = checked_plan(backends.NP_OPS, spec, frames, seed, name, **plan_args)
+        if layout.covers is False:
+            layout = checked_plan(
+                backends.NP_OPS, spec, frames, seed, name, enlarge=True, **plan_args
+            )
+    return layout
 
 
 def sample_np(
@@ -75,11 +85,10 @@ def sample_np(
     into one reused frame, copied on into place cropped, flipped or resized.
     """
     ops = backends.NP_OPS
-    with ops.wrapping():
-        layout = checked_plan(
-            ops, spec, frames, seed, name, need_size=True, fingerprint=fingerprint,
-            timestamps=timestamps, source_fps=source_fps,
-        )
+    layout = _layout(
+        spec, frames, seed, name, need_size=True, fingerprint=fingerprint,
+        timestamps=timestamps, source_fps=source_fps,
+    )
     plan = layout.plan
     label = lambda: ops.message(video_label(ops, frames, name))
     # Boxes resized on their own: (y, x, h, w) of each view's box in the decoded frame.

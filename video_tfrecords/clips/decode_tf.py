@@ -41,9 +41,8 @@ def plan_tf(
     """The TF plan of `sample_tf(spec, frames, seed)`, without decoding pixels (see `plan_np`)."""
     ops = backends.tf_ops()
     frames = ops.tf.convert_to_tensor(frames, ops.tf.string)
-    return checked_plan(
-        ops, spec, frames, seed, name, timestamps=timestamps, source_fps=source_fps
-    ).plan
+    plan_args = {"timestamps": timestamps, "source_fps": source_fps}
+    return _with_layout(spec, frames, seed, name, plan_args, lambda layout: layout.plan)
 
 
 def sample_tf(
@@ -68,20 +67,34 @@ def sample_tf(
         uint8 tensor [T, H, W, 3] or [num_views, T, H, W, 3], static wherever known.
         Only the clip's frames are decoded (and only the box of each, with a crop).
     """
+    tf = backends.tf_ops().tf
+    frames = tf.convert_to_tensor(frames, tf.string)
+    plan_args = {"frame_shape": frame_shape, "timestamps": timestamps, "source_fps": source_fps}
+
+    def decode(layout):
+        if tf.executing_eagerly() and layout.frame_size is not None:  # sizes known: no branches
+            layout.frame_size = tuple(map(int, layout.frame_size))
+            if not isinstance(spec.short_side, tuple):  # (jitter: sizes per view stay tensors)
+                layout.out_size = tuple(map(int, layout.out_size))
+            layout.ratio = int(layout.ratio)
+        with tf.control_dependencies(layout.checks):
+            return _decode_tf(spec, frames, layout, name, frame_shape)
+
+    return _with_layout(spec, frames, seed, name, plan_args, decode)
+
+
+def _with_layout(spec, frames, seed, name, plan_args, use):
+    """`use(layout)` of the checked plan; where the frames do not hold the box, of the plan
+    that enlarges them, made in a branch of its own (it runs only for such videos)."""
     ops = backends.tf_ops()
     tf = ops.tf
-    frames = tf.convert_to_tensor(frames, tf.string)
-    layout = checked_plan(
-        ops, spec, frames, seed, name, frame_shape=frame_shape, timestamps=timestamps,
-        source_fps=source_fps,
-    )
-    if tf.executing_eagerly() and layout.frame_size is not None:  # sizes are known: no branches
-        layout.frame_size = tuple(map(int, layout.frame_size))
-        if not isinstance(spec.short_side, tuple):  # (jitter: sizes per view stay tensors)
-            layout.out_size = tuple(map(int, layout.out_size))
-        layout.ratio = int(layout.ratio)
-    with tf.control_dependencies(layout.checks):
-        return _decode_tf(spec, frames, layout, name, frame_shape)
+    layout = checked_plan(ops, spec, frames, seed, name, **plan_args)
+    if layout.covers is None:
+        return use(layout)
+    enlarged = lambda: use(checked_plan(ops, spec, frames, seed, name, enlarge=True, **plan_args))
+    if isinstance(layout.covers, bool) or tf.executing_eagerly():  # decided here
+        return use(layout) if bool(layout.covers) else enlarged()
+    return tf.cond(layout.covers, lambda: use(layout), enlarged)
 
 
 def _decode_tf(spec, frames, layout, name, frame_shape):

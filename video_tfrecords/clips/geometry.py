@@ -5,7 +5,11 @@ Pure functions over a backend's ops (`backends`), shared by both decoders.
 
 from __future__ import annotations
 
-__all__ = ["REDUCTIONS", "coarsest_scale", "reduction", "resized_size"]
+import numpy as np
+
+from video_tfrecords.clips.backends import NP_OPS
+
+__all__ = ["REDUCTIONS", "coarsest_scale", "covering_size", "covers", "reduction", "resized_size"]
 
 REDUCTIONS = (1, 2, 4, 8)  # JPEG DCT scaling denominators (see `reduction`).
 
@@ -44,3 +48,26 @@ def coarsest_scale(ops, height, width, covers):
         exact = ops.logical_and(height % r == 0, width % r == 0)
         ratio = ops.where(ops.logical_and(exact, covers(r)), ops.i64(r), ratio)
     return ratio
+
+
+def covers(ops, height, width, box_h, box_w):
+    """Whether frames of height x width (each clip's, with scale jitter) hold the box."""
+    fits = ops.logical_and(height >= box_h, width >= box_w)
+    if ops is NP_OPS:
+        return bool(np.all(fits))
+    return ops.tf.reduce_all(fits)
+
+
+def covering_size(ops, height, width, box_h, box_w):
+    """(h, w) enlarged, aspect kept, to the smallest size that holds the box; unchanged if it
+    does already (as torchvision's and PySlowFast's scaling would before their crop).
+
+    The axis that needs the larger scale becomes the box's side; the other is rounded half
+    up, which keeps it at least the box's (its exact value is).
+    """
+    height, width = ops.i64(height), ops.i64(width)
+    by_height = box_h * width >= box_w * height
+    new_h = ops.where(by_height, ops.i64(box_h), (height * box_w + width // 2) // width)
+    new_w = ops.where(by_height, (width * box_h + height // 2) // height, ops.i64(box_w))
+    fits = ops.logical_and(height >= box_h, width >= box_w)
+    return ops.where(fits, height, new_h), ops.where(fits, width, new_w)

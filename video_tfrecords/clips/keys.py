@@ -20,6 +20,7 @@ from video_tfrecords.clips.backends import NP_OPS, U64, ops_for
 __all__ = [
     "clip_counter",
     "draw",
+    "epoch_seed",
     "fingerprint_u64",
     "fold_in",
     "fresh_key",
@@ -221,3 +222,18 @@ def fold_in(seed, data):
     ops = ops_for(seed, data)
     with ops.wrapping():
         return ops.signed(_combine(ops, ops.seed_u64(seed), ops.seed_u64(data)))
+
+
+def epoch_seed(seed, epoch):
+    """The seed of epoch `epoch`'s clips: `seed` itself for epoch 0, then `fold_in(seed, epoch)`.
+
+    So the first epoch's clips are those of `ClipDecoder(seed=seed)`, and every reader
+    (ClipSource, clip_dataset, a sampler's global indices) agrees on every epoch's.
+    Python ints give a Python int; a tensor argument gives an int64 tensor.
+    """
+    ops = ops_for(seed, epoch)
+    if ops is NP_OPS:
+        return int(seed) if int(epoch) == 0 else fold_in(seed, epoch)
+    tf = ops.tf
+    seed = tf.cast(seed, tf.int64)
+    return tf.where(tf.equal(tf.cast(epoch, tf.int64), 0), seed, fold_in(seed, epoch))

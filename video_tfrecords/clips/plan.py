@@ -30,6 +30,8 @@ class Layout:
     # (y, x, h, w), int64 [num_views] each: the box of each view in the decoded
     # frame, resized to crop_size; None when boxes are cut from whole frames.
     boxes: tuple[Any, Any, Any, Any] | None = None
+    # Whether the frames cover a fixed box (None without one): else plan with enlarge=True.
+    covers: Any = None
 
 
 def video_label(ops, frames, name):
@@ -99,8 +101,14 @@ def checked_plan(
     fingerprint=None,
     timestamps=None,
     source_fps=None,
+    enlarge=False,
 ):
-    """The clip's `Layout`, after the checks that make the plan valid (errors name the video)."""
+    """The clip's `Layout`, after the checks that make the plan valid (errors name the video).
+
+    A frame smaller than a fixed box (`crop_size` after `short_side`) sets `layout.covers`
+    false: plan again with `enlarge=True` to scale such frames up, aspect kept, until they
+    cover the box (`geometry.covering_size`), each view's box resized alone.
+    """
     length = ops.num_frames(frames)
     label = lambda: video_label(ops, frames, name)
     checks = [ops.check(length > 0, lambda: ("Video ", *label(), " has no frames."))]
@@ -147,29 +155,21 @@ def checked_plan(
         offsets, sizes = boxes.resized_crop_boxes(ops, spec, key, *out)
         layout.plan["crop_offsets"], layout.plan["box_size"] = offsets, sizes
     else:
-        h, w = spec.crop_size
-        resized = "" if spec.short_side is None else f" after short_side={spec.short_side}"
-        checks.append(
-            ops.check(
-                ops.logical_and(out[0] >= h, out[1] >= w),
-                lambda: (
-                    f"crop_size ({h}, {w}) is larger than the frames of video ",
-                    *label(),
-                    " (",
-                    out[0],
-                    "x",
-                    out[1],
-                    f"{resized}).",
-                ),
-            )
-        )
         if isinstance(spec.short_side, tuple):
             out = _jittered_sizes(ops, spec, key, layout)
+        layout.covers = geometry.covers(ops, *out, *spec.crop_size)
+        if enlarge:
+            out = geometry.covering_size(ops, *out, *spec.crop_size)
+            layout.ratio = 1
+            layout.out_size = tuple(
+                ops.repeat(ops.i64(s), spec.num_crops) if isinstance(spec.short_side, tuple) else s
+                for s in out
+            )
         layout.plan["crop_offsets"] = ops.after(
             checks, lambda: boxes.crop_offsets(ops, spec, key, *out)
         )
     layout.plan["flip"] = boxes.flip_flags(ops, spec, key)
-    if resizes_boxes(spec):
+    if resizes_boxes(spec) or enlarge:
         if spec.crop == "resized":  # boxes of their own sizes: the scale that still covers them
             layout.ratio = ops.after(checks, lambda: _drawn_box_reduction(ops, spec, layout))
         layout.boxes = ops.after(checks, lambda: _source_boxes(ops, spec, layout, layout.ratio))

@@ -181,7 +181,7 @@ def read_features(dataset_dir: str) -> dict[str, Feature]:
     parsed = {}
     for name, feature in features.items():
         kind = feature.get("pythonClassName", "").rsplit(".", 1)[-1]
-        tensor = feature.get("tensor") or {}
+        tensor = feature.get("tensor") or feature.get("video") or {}  # a Video: its own key
         dims = tensor.get("shape", {}).get("dimensions", [])
         parsed[name] = Feature(kind, tensor.get("dtype"), tuple(int(d) for d in dims))
     return parsed

@@ -1,0 +1,63 @@
+"""What a build tells its user at its end: the counts per split, or how to resume.
+
+Skip warnings scroll by during a long build; the summary makes what was skipped or noted
+visible at the end (a build that skipped videos still succeeds, as TFDS builds do), and an
+interrupted build says that it resumes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+__all__ = ["build_summary", "interrupted_message", "plural", "run_by_tfds_command"]
+
+
+def plural(number: int, noun: str) -> str:
+    """'1 video', '2 videos'."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def build_summary(
+    name: str,
+    videos: Mapping[str, int],
+    examples: Mapping[str, int],
+    metadata: Mapping[str, list],
+    info_path: str,
+) -> str:
+    """Lines: per split, videos listed, examples written, videos skipped and noted; where
+    the records of the skips and notes are."""
+    lines = [f"{name}: built from your manifests."]
+    for split, listed in videos.items():
+        skipped = sum(1 for r in metadata.get("skipped", ()) if r["split"] == split)
+        noted = sum(1 for r in metadata.get("notes", ()) if r["split"] == split)
+        lines.append(
+            f"  {split}: {plural(examples.get(split, 0), 'example')} written from "
+            f"{plural(listed - skipped, 'video')} of {listed} listed; {skipped} skipped, "
+            f"{noted} kept with a note"
+        )
+    if any(metadata.get(kind) for kind in ("skipped", "notes")):
+        lines.append(
+            f"  Why each was skipped or noted: info.metadata['skipped'] and ['notes'] "
+            f"({info_path})"
+        )
+    return "\n".join(lines)
+
+
+def interrupted_message(videos_kept: int, cache_dir: str) -> str:
+    """The one line an interrupted build prints."""
+    return (
+        f"Interrupted: {plural(videos_kept, 'video')} encoded so far kept in the cache "
+        f"({cache_dir}); run the same command to resume."
+    )
+
+
+def run_by_tfds_command() -> bool:
+    """Whether this process is the `tfds` command line (not a user's Python code): there an
+    interrupted build ends with its one line, without a traceback."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return os.path.basename(getattr(main, "__file__", "") or "") == "tfds" or (
+        spec is not None and spec.name.startswith("tensorflow_datasets.scripts.cli")
+    )

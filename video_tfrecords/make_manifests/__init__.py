@@ -1,0 +1,35 @@
+"""Manifests for `tfds build video_tfrecords` from a dataset's published annotation files.
+
+    python -m video_tfrecords.make_manifests kinetics --annotations A --videos V --out OUT
+
+Every user used to write this script and get a detail wrong (quoted labels, CRLF lines,
+case mismatches, label-less test splits): here each format's quirks are handled once and
+tested. Standard library only; no TensorFlow.
+"""
+
+from video_tfrecords.make_manifests.class_folders import folders
+from video_tfrecords.make_manifests.common import AnnotationError, Result
+from video_tfrecords.make_manifests.hmdb51_splits import hmdb51
+from video_tfrecords.make_manifests.kinetics_csv import kinetics
+from video_tfrecords.make_manifests.ssv2_json import ssv2
+from video_tfrecords.make_manifests.ucf101_lists import ucf101
+
+# Format name (the command line's FORMAT) -> its function.
+FORMATS = {
+    "kinetics": kinetics,
+    "ucf101": ucf101,
+    "hmdb51": hmdb51,
+    "ssv2": ssv2,
+    "folders": folders,
+}
+
+__all__ = [
+    "FORMATS",
+    "AnnotationError",
+    "Result",
+    "folders",
+    "hmdb51",
+    "kinetics",
+    "ssv2",
+    "ucf101",
+]

@@ -1,0 +1,101 @@
+"""Kinetics 400/600/700: train.csv, validate.csv and test.csv as published.
+
+Rows are `label,youtube_id,time_start,time_end,split[,is_cc]`; labels hold spaces,
+parentheses and commas (quoted). A video is `{youtube_id}_{start:06d}_{end:06d}.EXT` (the
+downloaders' name) or `{youtube_id}.EXT`, anywhere under --videos.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+
+from video_tfrecords.make_manifests import common
+
+CSV_SPLITS = {"train.csv": "train", "validate.csv": "val", "test.csv": "test"}
+REQUIRED = ("youtube_id", "time_start", "time_end")
+
+
+def _seconds(text: str) -> int | None:
+    """A whole number of seconds ("14", "14.0"), or None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() and value >= 0 else None
+
+
+def _read_csv(path: str, problems: list[str]) -> tuple[list[tuple[int, dict]], bool]:
+    """The rows of one CSV as (line, {column: value}), and whether any row has a label."""
+    rows = []
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            reader = csv.reader(f)
+            header = [name.strip().lower() for name in next(reader, [])]
+            absent = [name for name in REQUIRED if name not in header]
+            if absent:
+                problems.append(f"{path}:1: header {header} lacks {', '.join(absent)}")
+                return [], False
+            for row in reader:
+                if not any(field.strip() for field in row):
+                    continue
+                if len(row) != len(header):
+                    problems.append(
+                        f"{path}:{reader.line_num}: {len(row)} fields, the header has "
+                        f"{len(header)} ({','.join(header)})"
+                    )
+                    continue
+                rows.append((reader.line_num, dict(zip(header, map(str.strip, row), strict=True))))
+    except UnicodeDecodeError as e:
+        problems.append(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})")
+    except (OSError, csv.Error) as e:
+        problems.append(f"{path}: cannot be read ({e})")
+    return rows, any(row.get("label") for _, row in rows)
+
+
+def read(annotations: str) -> common.Parsed:
+    """Reads the CSVs there are; a split without labels (Kinetics' test) is counted, not kept."""
+    present = [n for n in CSV_SPLITS if os.path.isfile(os.path.join(annotations, n))]
+    if not present:
+        raise common.AnnotationError(
+            [f"{annotations}: no Kinetics annotations (train.csv, validate.csv, test.csv)"]
+        )
+    problems, notes, unlabeled, labelled = [], [], 0, []
+    for name in present:
+        path = os.path.join(annotations, name)
+        rows, has_labels = _read_csv(path, problems)
+        if has_labels:
+            labelled.append((path, CSV_SPLITS[name], rows))
+        elif rows:
+            unlabeled += len(rows)
+            notes.append(f"{name} has no labels: no {CSV_SPLITS[name]} split written")
+    if not labelled and not problems:
+        problems.append(f"{annotations}: no CSV has labels")
+    classes = common.ordered_classes(
+        row["label"] for _, _, rows in labelled for _, row in rows if row["label"]
+    )
+    ids = {name: i for i, name in enumerate(classes)}
+    items = []
+    for path, split, rows in labelled:
+        for line, row in rows:
+            where = f"{path}:{line}"
+            start, end = _seconds(row["time_start"]), _seconds(row["time_end"])
+            video_id = row["youtube_id"]
+            if not row["label"]:
+                problems.append(f"{where}: no label (other rows of this file have one)")
+            elif not video_id or any(c in video_id for c in "/\\ \t"):
+                problems.append(f"{where}: youtube_id {video_id!r} is not a YouTube id")
+            elif start is None or end is None:
+                problems.append(
+                    f"{where}: time_start {row['time_start']!r} / time_end {row['time_end']!r} "
+                    "are not whole seconds"
+                )
+            else:
+                stems = (f"{video_id}_{start:06d}_{end:06d}", video_id)
+                items.append(common.Annotation(where, split, ids[row["label"]], stems))
+    return common.Parsed(classes, items, problems, unlabeled, notes)
+
+
+def kinetics(annotations: str, videos: str, out: str) -> common.Result:
+    """Kinetics CSVs in `annotations`, videos under `videos` -> manual dir `out`."""
+    return common.convert(read(annotations), videos, out)
