@@ -274,7 +274,8 @@ def test_a_killed_job_reruns_from_the_cache(manual, plain, tmp_path):
         "--master",
         "local[2]",
     ]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    # Spark's scratch in tmp_path: a JVM killed with SIGKILL cannot remove its own.
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", SPARK_LOCAL_DIRS=str(tmp_path / "local"))
     process = subprocess.Popen(
         command,
         env=env,
