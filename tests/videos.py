@@ -159,6 +159,35 @@ class _TopFieldFirst:
         return self.graph.pull()
 
 
+def flagged_progressive(path, pictures: set[int]) -> str:
+    """Marks pictures of an interlaced MPEG-2 elementary stream (.m2v, no B-frames) progressive,
+    in place, as a broadcast that cuts between film and video does: their picture coding
+    extension's progressive_frame (and chroma_420_type) bit set. Nothing else changes."""
+    data = bytearray(pathlib.Path(path).read_bytes())
+    start, index = 0, 0
+    while (start := data.find(b"\x00\x00\x01\xb5", start) + 4) > 3:
+        if data[start] >> 4 == 8:  # a picture coding extension: one per picture, in order
+            if index in pictures:
+                data[start + 3] |= 0x01  # chroma_420_type
+                data[start + 4] |= 0x80  # progressive_frame
+            index += 1
+    pathlib.Path(path).write_bytes(bytes(data))
+    return str(path)
+
+
+def remuxed(source, path, fps: int = 25) -> str:
+    """An elementary stream's pictures (no B-frames) in `path`'s container, 1/fps apart."""
+    time_base = fractions.Fraction(1, fps)
+    with av.open(str(source)) as reader, av.open(str(path), "w") as container:
+        stream = container.add_stream_from_template(reader.streams.video[0])
+        packets = (packet for packet in reader.demux(video=0) if packet.size)
+        for index, packet in enumerate(packets):  # stamped in 1/fps; the muxer converts
+            packet.stream, packet.time_base = stream, time_base
+            packet.pts = packet.dts = index
+            container.mux(packet)
+    return str(path)
+
+
 def woven(frames_rgb: np.ndarray) -> np.ndarray:
     """Interlaced pictures from progressive frames, as a camera shoots fields: picture k's top
     field (even rows) from frame 2k, its bottom field (odd rows) from frame 2k + 1."""

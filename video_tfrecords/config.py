@@ -19,6 +19,7 @@ FRAME_FIELDS = (
     "num_frames",
     "jpeg_quality",
     "segment_frames",
+    "deinterlace",
 )
 
 
@@ -49,6 +50,9 @@ class VideoConfig(tfds.core.BuilderConfig):
         examples of at most this many frames (`segment`, `start_frame` tell
         which part), so that no example outgrows memory. None stores each
         video as one example.
+      deinterlace: "auto" runs FFmpeg's bwdif on the frames FFmpeg flags
+        interlaced (broadcast, DV, DVD), before any resize; False stores
+        interlaced frames woven, as decoded. Times and frame count unchanged.
       strict: stop the build at the first bad or damaged video instead of
         skipping it (or keeping it with a note).
       num_workers: processes that decode and encode videos in parallel during
@@ -66,6 +70,7 @@ class VideoConfig(tfds.core.BuilderConfig):
     num_frames: int | None = None
     jpeg_quality: int = 90
     segment_frames: int | None = 1000
+    deinterlace: str | bool = "auto"
     strict: bool = False
     num_workers: int = 0
     keep_cache: bool = False
@@ -97,6 +102,8 @@ def _problems(config: VideoConfig) -> list[str]:
         problems.append(f"jpeg_quality must be in 1..100, got {config.jpeg_quality}")
     if config.fps is not None and config.num_frames is not None:
         problems.append("choose one of fps and num_frames")
+    if config.deinterlace is not False and config.deinterlace != "auto":
+        problems.append(f'deinterlace must be "auto" or False, got {config.deinterlace!r}')
     if config.num_workers < 0:
         problems.append(f"num_workers must be >= 0, got {config.num_workers}")
     return problems

@@ -3,9 +3,10 @@
 FFmpeg decodes every codec a corpus holds (AV1 included), conceals damaged
 packets and goes on, honours MP4 edit lists and stamps each frame. This module
 adds what a dataset needs on top: the stream FFmpeg would pick, each frame's
-time by FFmpeg's own rule (`timestamps`), the display geometry (sample aspect
-ratio, rotation), colour converted with the stream's own matrix and range, a
-count of the damage, and reasons for files it cannot read. It imports neither TensorFlow nor TFDS, which
+time by FFmpeg's own rule (`timestamps`), interlaced frames deinterlaced
+(`deinterlace`), the display geometry (sample aspect ratio, rotation), colour
+converted with the stream's own matrix and range, a count of the damage, and
+reasons for files it cannot read. It imports neither TensorFlow nor TFDS, which
 keeps build workers light to start.
 """
 
@@ -23,7 +24,7 @@ import cv2
 import numpy as np
 from av.video.reformatter import Interpolation, VideoReformatter
 
-from video_tfrecords.build import timestamps
+from video_tfrecords.build import deinterlace, timestamps
 
 # Codecs whose every packet holds exactly one picture: a packet that gives no frame was lost.
 # Not MPEG-4 Part 2 (not-coded VOPs), VP8 (hidden alt-ref packets) or interlaced fields.
@@ -136,9 +137,10 @@ class Frame:
 class Video:
     """An open video file: `info` at once, then `frames()` once; `damage` filled as they go."""
 
-    def __init__(self, path: str, *, threads: int = 1):
+    def __init__(self, path: str, *, threads: int = 1, deinterlace: bool = True):
         _check_file(path)
         self._threads = max(1, threads)
+        self._deinterlace = deinterlace
         self._container = _open(path)
         try:
             self._stream = _video_stream(self._container)
@@ -167,7 +169,8 @@ class Video:
         """Every frame FFmpeg outputs for the stream, in order, going on past damaged packets.
 
         Times are FFmpeg's best-effort timestamps (`timestamps`): the pts, or the dts where the
-        pts go backwards more often.
+        pts go backwards more often. With `deinterlace`, frames FFmpeg flags interlaced come
+        through its bwdif filter, before any resize; times and count stay the same.
         """
         scaler = VideoReformatter()
         timing = timestamps.Timing(
@@ -176,6 +179,8 @@ class Video:
         )
         pictures = itertools.chain([self._first], self._pictures)
         timed = timing.times((p.pts, p.dts, p) for p in pictures)
+        if self._deinterlace:
+            timed = deinterlace.deinterlaced(timed, self._threads)
         for index, (time, picture) in enumerate(timed):
             yield Frame(index, time, picture, self.info.rotation, scaler, self._threads)
         self.damage.timestamps_missing = timing.missing
@@ -220,7 +225,7 @@ class Video:
 
 def count_frames(path: str, *, threads: int = 1) -> int:
     """The frames that decode, counted without converting any (container headers can be wrong)."""
-    with Video(path, threads=threads) as video:
+    with Video(path, threads=threads, deinterlace=False) as video:
         return sum(1 for _ in video.frames())
 
 
