@@ -9,6 +9,7 @@ MBAFF in MPEG-TS) so that FFmpeg flags the decoded frames interlaced.
 """
 
 import dataclasses
+import fractions
 import glob
 import subprocess
 import sys
@@ -190,3 +191,45 @@ def test_deinterlace_takes_auto_or_false(value):
         VideoConfig(name="bad", deinterlace=value)
     assert VideoConfig(name="ok", deinterlace=False).deinterlace is False
     assert VideoConfig(name="ok").frame_fields()["deinterlace"] == "auto"  # part of the cache key
+
+
+def flagged(count: int, height: int, width: int, seed: int = 0) -> list[av.VideoFrame]:
+    """Moving-texture frames flagged interlaced (top field first), as a decoder hands them out."""
+    time_base = fractions.Fraction(1, 25)
+    flag, frames = videos.TopFieldFirst(time_base), []
+    for index, rgb in enumerate(synthetic.moving_frames(count, height, width, seed)):
+        frame = av.VideoFrame.from_ndarray(rgb, format="rgb24").reformat(format="yuv420p")
+        frame.pts, frame.time_base = index, time_base
+        frames.append(flag(frame))
+    return frames
+
+
+def test_a_new_frame_size_mid_stream_gets_a_graph_of_its_own():
+    first, second = flagged(4, 48, 64), flagged(5, 32, 48, seed=1)
+    assert all(f.interlaced_frame for f in first + second)
+    out = list(deinterlace.deinterlaced(enumerate(first + second)))
+    assert [tag for tag, _ in out] == list(range(9))
+    # What ffmpeg does when the size changes: the filter runs afresh on the new frames.
+    expected = videos.bwdif_filtered(first, first[0].time_base)
+    expected += videos.bwdif_filtered(second, second[0].time_base)
+    for (_, got), want in zip(out, expected, strict=True):
+        assert np.array_equal(got.to_ndarray(), want.to_ndarray())
+
+
+def test_a_frame_the_filter_refuses_is_a_clear_error():
+    # bwdif needs 3 lines: FFmpeg refuses to configure it for 2.
+    with pytest.raises(deinterlace.DeinterlaceError, match=r"bwdif failed on a 64x2 yuv420p"):
+        list(deinterlace.deinterlaced(enumerate(flagged(3, 2, 64))))
+
+
+def test_an_interlaced_video_the_filter_refuses_is_skipped_saying_why(tmp_path):
+    path = videos.write(
+        tmp_path / "thin.mpg", synthetic.moving_frames(4, 2, 64), "mpeg2video",
+        options={"qscale": "2"}, interlaced=True,
+    )  # fmt: skip
+    assert all(f.interlaced_frame and f.height == 2 for f in videos.decoded_frames(path))
+    reason = r"^FFmpeg's bwdif failed on a 64x2 yuv420p frame \(.+\); deinterlace=False stores"
+    with pytest.raises(video_io.VideoError, match=reason), video_io.Video(str(path)) as video:
+        list(video.frames())
+    with video_io.Video(str(path), deinterlace=False) as video:
+        assert len(list(video.frames())) == 4

@@ -130,7 +130,7 @@ def write(
             stream.codec_context.flags |= flags.interlaced_dct | flags.interlaced_me
             if codec == "libx264":
                 stream.options = {**stream.options, "x264-params": "interlaced=1:tff=1"}
-        flagged = _TopFieldFirst(time_base) if interlaced else None
+        flagged = TopFieldFirst(time_base) if interlaced else None
         for index, rgb in enumerate(frames_rgb):
             frame = _yuv(rgb, pix_fmt, colour)
             frame.time_base = time_base
@@ -140,9 +140,9 @@ def write(
     return path
 
 
-class _TopFieldFirst:
-    """FFmpeg's setfield=tff: a frame flagged interlaced, top field first (PyAV cannot set the
-    flags itself)."""
+class TopFieldFirst:
+    """FFmpeg's setfield=tff: frames flagged interlaced, top field first, as a decoder flags
+    interlaced pictures (PyAV cannot set the flags itself). One graph per frame size."""
 
     def __init__(self, time_base):
         self.time_base, self.graph = time_base, None

@@ -16,7 +16,7 @@ from typing import TypeVar
 
 import av
 
-__all__ = ["Deinterlacer", "deinterlaced"]
+__all__ = ["DeinterlaceError", "Deinterlacer", "deinterlaced"]
 
 T = TypeVar("T")
 FILTER = "bwdif"
@@ -24,7 +24,7 @@ OPTIONS = "mode=send_frame:deint=interlaced"
 
 
 class DeinterlaceError(RuntimeError):
-    """FFmpeg's filter did not give one frame per frame (it never should)."""
+    """FFmpeg's filter failed on a frame, or did not give one frame per frame."""
 
 
 class Deinterlacer:
@@ -48,20 +48,26 @@ class Deinterlacer:
         ready = []
         if self._graph is not None and _shape(picture) != self._shape:
             ready = self.flush()  # a new size or format mid-stream: a new graph, as ffmpeg does
-        if self._graph is None:
-            self._start(picture)
-        self._tags.append(tag)
-        self._graph.push(picture)
+        try:
+            if self._graph is None:
+                self._start(picture)
+            self._tags.append(tag)
+            self._graph.push(picture)
+        except av.error.FFmpegError as e:
+            raise DeinterlaceError(
+                f"FFmpeg's {FILTER} failed on a {picture.width}x{picture.height} "
+                f"{picture.format.name} frame ({e.strerror or e})"
+            ) from None
         return ready + self._pull()
 
     def flush(self) -> list[tuple[T, av.VideoFrame]]:
-        """The pictures still inside the filter, at the end of the video."""
+        """The pictures still inside the filter, at the end of the video (or of a size)."""
         if self._graph is None:
             return []
         self._graph.push(None)
         ready = self._pull()
         if self._tags:
-            raise DeinterlaceError(f"{FILTER} returned {len(self._tags)} frames too few")
+            raise DeinterlaceError(f"FFmpeg's {FILTER} returned {len(self._tags)} frames too few")
         self._graph = self._previous = None
         return ready
 
@@ -86,7 +92,7 @@ class Deinterlacer:
                 self._skip -= 1
                 continue
             if not self._tags:
-                raise DeinterlaceError(f"{FILTER} returned more frames than it was given")
+                raise DeinterlaceError(f"FFmpeg's {FILTER} returned more frames than it was given")
             ready.append((self._tags.popleft(), picture))
 
 

@@ -181,8 +181,11 @@ class Video:
         timed = timing.times((p.pts, p.dts, p) for p in pictures)
         if self._deinterlace:
             timed = deinterlace.deinterlaced(timed, self._threads)
-        for index, (time, picture) in enumerate(timed):
-            yield Frame(index, time, picture, self.info.rotation, scaler, self._threads)
+        try:
+            for index, (time, picture) in enumerate(timed):
+                yield Frame(index, time, picture, self.info.rotation, scaler, self._threads)
+        except deinterlace.DeinterlaceError as e:
+            raise VideoError(f"{e}; deinterlace=False stores the frames as decoded") from None
         self.damage.timestamps_missing = timing.missing
         self.damage.timestamps_misordered = timing.misordered
 
