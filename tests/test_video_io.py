@@ -352,6 +352,9 @@ def _blanked(directory):
 def test_damage_note_is_precise():
     assert video_io.Damage().note() is None
     assert video_io.Damage(packets_with_errors=2).note() == "2 packets with decode errors"
+    assert video_io.Damage(timestamps_misordered=2).note() == (
+        "2 frames timed by FFmpeg no later than the frame before: placed after it"
+    )
     note = video_io.Damage(truncated=True, packets_with_errors=1, frames_lost=1).note()
     assert note == (
         "truncated: the file ends before its index does; 1 packet with decode errors; "

@@ -11,6 +11,7 @@ no graph exists and each picture passes through untouched, so progressive video 
 from __future__ import annotations
 
 import collections
+import contextlib
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
@@ -45,27 +46,23 @@ class Deinterlacer:
         if self._graph is None and not picture.interlaced_frame:
             self._previous = picture
             return [(tag, picture)]
-        ready = []
-        if self._graph is not None and _shape(picture) != self._shape:
-            ready = self.flush()  # a new size or format mid-stream: a new graph, as ffmpeg does
-        try:
+        with _reported(picture):
+            ready = []
+            if self._graph is not None and _shape(picture) != self._shape:
+                ready = self.flush()  # a new size or format mid-stream: a new graph, as ffmpeg
             if self._graph is None:
                 self._start(picture)
             self._tags.append(tag)
             self._graph.push(picture)
-        except av.error.FFmpegError as e:
-            raise DeinterlaceError(
-                f"FFmpeg's {FILTER} failed on a {picture.width}x{picture.height} "
-                f"{picture.format.name} frame ({e.strerror or e})"
-            ) from None
-        return ready + self._pull()
+            return ready + self._pull()
 
     def flush(self) -> list[tuple[T, av.VideoFrame]]:
         """The pictures still inside the filter, at the end of the video (or of a size)."""
         if self._graph is None:
             return []
-        self._graph.push(None)
-        ready = self._pull()
+        with _reported(None):
+            self._graph.push(None)
+            ready = self._pull()
         if self._tags:
             raise DeinterlaceError(f"FFmpeg's {FILTER} returned {len(self._tags)} frames too few")
         self._graph = self._previous = None
@@ -104,6 +101,18 @@ def deinterlaced(
     for tag, picture in pairs:
         yield from deinterlacer.feed(tag, picture)
     yield from deinterlacer.flush()
+
+
+@contextlib.contextmanager
+def _reported(picture: av.VideoFrame | None):
+    """FFmpeg's errors from the graph as a DeinterlaceError naming the frame."""
+    try:
+        yield
+    except av.error.FFmpegError as e:
+        what = "the end of the video"
+        if picture is not None:
+            what = f"a {picture.width}x{picture.height} {picture.format.name} frame"
+        raise DeinterlaceError(f"FFmpeg's {FILTER} failed on {what} ({e.strerror or e})") from None
 
 
 def _shape(picture: av.VideoFrame) -> tuple:
