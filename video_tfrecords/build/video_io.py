@@ -258,9 +258,8 @@ def _open(path: str) -> av.container.InputContainer:
 
 def _video_stream(container) -> av.video.stream.VideoStream:
     """The stream FFmpeg picks, as TorchCodec and decord do: av_find_best_stream's (the default
-    disposition first, then more frames probed, then bit rate); never a cover picture, which
-    that ranking would pick only over a video of fewer frames (then the first real stream).
-    The demuxer may skip the others."""
+    disposition first, then more frames probed, then bit rate); never a cover picture (should
+    that ranking put one first, the first other video stream). The demuxer skips the others."""
     still = av.stream.Disposition.attached_pic
     streams = [s for s in container.streams.video if not s.disposition & still]
     if not streams:
