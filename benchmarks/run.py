@@ -22,6 +22,7 @@ BENCHMARKS = {  # name: script
     "build_memory": "build_memory.py",
     "resume": "resume.py",
     "storage_quality": "storage_quality.py",
+    "deinterlace": "deinterlace_cost.py",
     "spark": "spark_scaling.py",
 }
 

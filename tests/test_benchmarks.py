@@ -12,9 +12,9 @@ BENCHMARKS = pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 import run  # benchmarks/run.py, the registry
 
-# Each benchmark writes to a temporary --out, but storage_quality: it reads the real clips it
-# fetches with pip into benchmarks/out/real, kept between runs.
-KEEPS_ITS_OUT = ("storage_quality",)
+# Each benchmark writes to a temporary --out, but storage_quality and deinterlace: they read the
+# real clips they fetch with pip into benchmarks/out/real, kept between runs.
+KEEPS_ITS_OUT = ("storage_quality", "deinterlace")
 
 
 def entry_point(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:

@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+import synthetic
 import tensorflow_datasets as tfds
 
 import videos
@@ -18,6 +19,13 @@ VFR = (
     + [fractions.Fraction(5, 10) + fractions.Fraction(i, 60) for i in range(6)]
 )
 EDITED = [fractions.Fraction(i - 6, 25) for i in range(20)]  # 6 samples before the edit's start
+# FFmpeg's decode as a player shows it: deinterlaced by bwdif; the stream av_find_best_stream
+# picks (the cover picture is stream 0).
+REFERENCE = {
+    "broadcast.mpg": {"bwdif": True},
+    "mbaff.ts": {"bwdif": True},
+    "cover.mp4": {"stream": 2},
+}
 
 
 def corpus(folder):
@@ -43,6 +51,11 @@ def corpus(folder):
         colour=videos.HLG,
     )
     make(folder / "edited.mp4", num_frames=20, times=EDITED, options={"bf": "0"})
+    videos.packed_b_frames_avi(folder / "ucf101.avi", num_frames=20)
+    woven = videos.woven(synthetic.moving_frames(16, 64, 96))
+    videos.write(folder / "broadcast.mpg", woven, "mpeg2video", interlaced=True)
+    videos.write(folder / "mbaff.ts", woven, "libx264", interlaced=True)
+    videos.two_streams(folder / "cover.mp4", cover=True)
     videos.damage_packet(make(folder / "whole.mp4", num_frames=20), folder / "damaged.mp4", 5)
     faststart = make(
         folder / "faststart.mp4", num_frames=20, container_options={"movflags": "faststart"}
@@ -65,6 +78,10 @@ def corpus(folder):
         "vfr.mp4": (square, None),
         "hlg.mp4": (square, None),
         "edited.mp4": (square, None),
+        "ucf101.avi": (square, None),
+        "broadcast.mpg": (square, None),
+        "mbaff.ts": (square, None),
+        "cover.mp4": (square, None),
         "damaged.mp4": (square, "packet|concealed|lost"),
         "cut.mp4": (square, "truncated"),
     }
@@ -127,12 +144,16 @@ def test_notes_only_on_damaged_files(built):
         "edited.mp4",
         "damaged.mp4",
         "cut.mp4",
+        "ucf101.avi",
+        "broadcast.mpg",
+        "mbaff.ts",
+        "cover.mp4",
     ],
 )
 def test_frames_match_ffmpeg_at_the_display_size(built, name):
     folder, written, _, _, stored = built
     example = stored[name]
-    reference = videos.reference(folder / name)
+    reference = videos.reference(folder / name, **REFERENCE.get(name, {}))
     display, _ = written[name]
     assert example["video"].shape == (len(reference.rgb), *display, 3)
     assert (example["display_height"], example["display_width"]) == display
@@ -141,7 +162,10 @@ def test_frames_match_ffmpeg_at_the_display_size(built, name):
         videos.resized(videos.upright(f, reference.rotation), *display) for f in reference.rgb
     ]
     assert min(psnr(a, b) for a, b in zip(example["video"], expected)) >= 30
-    np.testing.assert_allclose(example["timestamps"], reference.times, atol=1e-4)
+    times = reference.times if name != "ucf101.avi" else np.arange(20) / 25  # its pts: swapped
+    np.testing.assert_allclose(example["timestamps"], times, atol=1e-4)
+    if name in ("ucf101.avi", "broadcast.mpg", "mbaff.ts"):
+        assert example["fps"] == pytest.approx(25.0)
 
 
 def test_a_strict_build_stops_at_a_damaged_video(built, tmp_path):

@@ -9,13 +9,16 @@ encoded: never video_io itself.
 import fractions
 import pathlib
 
+import av
 import numpy as np
 import pytest
 from av.video.reformatter import ColorRange, Colorspace
 
+import synthetic
 import videos
 from conftest import psnr
-from video_tfrecords.build import video_io
+from video_tfrecords import VideoConfig
+from video_tfrecords.build import frame_choice, video_io
 
 CODEC_CONTAINERS = [(codec, ext) for codec, exts in videos.CONTAINERS.items() for ext in exts]
 
@@ -349,8 +352,73 @@ def _blanked(directory):
 def test_damage_note_is_precise():
     assert video_io.Damage().note() is None
     assert video_io.Damage(packets_with_errors=2).note() == "2 packets with decode errors"
+    assert video_io.Damage(timestamps_misordered=2).note() == (
+        "2 frames timed by FFmpeg no later than the frame before: placed after it"
+    )
     note = video_io.Damage(truncated=True, packets_with_errors=1, frames_lost=1).note()
     assert note == (
         "truncated: the file ends before its index does; 1 packet with decode errors; "
         "1 frame lost (packets that gave no picture)"
     )
+
+
+# -- UCF101 / HMDB51: XviD's packed B-frames in AVI --------------------------------------------
+
+
+def test_packed_b_frames_in_avi_are_timed_as_ffmpeg_does(tmp_path):
+    path = videos.packed_b_frames_avi(tmp_path / "v_ApplyEyeMakeup_g01_c01.avi", num_frames=32)
+    decoded = videos.decoded_frames(path)
+    pts, dts = [f.pts for f in decoded], [f.dts for f in decoded]
+    assert pts[:8] == [1, 2, 4, 3, 5, 7, 6, 8]  # the fixture has the bug: pts out of order
+    assert dts[:-1] == list(range(1, 32))  # the dts in order (the drained last frame has none)
+    # Which encoded frame each decoded one is: frame k, shown at k / 25 s. By hand, ffprobe 5.1
+    # -show_frames prints best_effort_timestamp 1, 2, 3, ..., 32 for this file (FFmpeg 8's
+    # libraries say 1, 2, 4, 4, 5, ...: they learn of the swap one frame late).
+    truth = synthetic.moving_frames(32, 64, 96)
+    info, damage, frames, times = decode(path)
+    assert (info.codec, info.average_fps) == ("mpeg4", 25.0)
+    assert_close(frames, truth)
+    np.testing.assert_allclose(times, np.arange(32) / 25, atol=1e-9)
+    assert damage.note() is None  # neither "no timestamps" nor any other
+    assert frame_choice.frame_rate(times, 0.0) == pytest.approx(25.0)
+
+
+def test_packed_b_frames_resampled_to_30_fps_show_the_frame_on_screen(tmp_path):
+    path = videos.packed_b_frames_avi(tmp_path / "clip.avi", num_frames=32)
+    with video_io.Video(str(path)) as video:
+        config = VideoConfig(name="t", fps=30)
+        chosen = [frame.index for _, frame in frame_choice.selected_frames(
+            video.frames(), config, lambda: 0)]  # fmt: skip
+    # The frame on screen at tick t / 30 is frame floor(t * 25 / 30) (exact ticks included).
+    ticks = range(len(chosen))
+    assert chosen == [int(np.floor(t * 25 / 30 + 1e-9)) for t in ticks]
+    assert len(chosen) == 39  # 32 frames of 1/25 s: 1.28 s, ticks 0 .. 38
+
+
+# -- which stream ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cover", "small_default", "chosen", "size"),
+    [
+        # FFmpeg's av_find_best_stream: the default stream, then the higher bit rate and frames
+        (False, False, 1, (64, 96)),
+        (False, True, 0, (32, 48)),
+        (True, False, 2, (64, 96)),  # the cover picture first, never taken
+        (True, True, 1, (32, 48)),
+    ],
+)
+def test_the_stream_ffmpeg_picks_is_the_one_stored(tmp_path, cover, small_default, chosen, size):
+    path = videos.two_streams(tmp_path / "two.mp4", small_default=small_default, cover=cover)
+    with av.open(path) as container:
+        streams = container.streams.video
+        assert len(streams) == 2 + cover
+        assert container.streams.best("video").index == chosen  # FFmpeg's own choice
+        pictures = [bool(s.disposition & av.stream.Disposition.attached_pic) for s in streams]
+        assert pictures == [cover, False, False][: len(streams)]  # a naive first: the cover
+    reference = videos.reference(path, stream=chosen)
+    info, _, frames, times = decode(path)
+    assert (info.display_height, info.display_width) == size
+    assert len(frames) == 10
+    assert_close(frames, reference.rgb)
+    np.testing.assert_allclose(times, reference.times, atol=1e-6)

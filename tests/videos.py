@@ -3,8 +3,10 @@
 Each maker writes a few small frames that show one thing real corpora hold:
 a codec in its container, a display rotation, non-square pixels, a variable
 frame rate, 10-bit HDR, tagged colour, a damaged packet, a cut file, an edit
-list. `reference` decodes a file the plain PyAV way, with no code of
-`video_io`, so the tests compare against FFmpeg itself.
+list, XviD's packed B-frames, several video streams or a cover picture.
+`reference` decodes a file the plain PyAV way, with no code of `video_io`, so
+the tests compare against FFmpeg itself (with FFmpeg's bwdif for interlaced
+sources).
 """
 
 from __future__ import annotations
@@ -96,12 +98,16 @@ def write(
     sar: fractions.Fraction | None = None,
     options: dict | None = None,
     container_options: dict | None = None,
+    interlaced: bool = False,
 ) -> str:
     """Encodes RGB frames into `path` (the container from its extension); returns the path.
 
     `rotation`: clockwise degrees a player turns the picture (display matrix side data).
     `times`: each frame's presentation time in seconds (a variable frame rate), may be < 0.
     `colour`: the YUV is made with that matrix and range, and the stream tagged with it.
+    `interlaced`: each frame is flagged interlaced, top field first (FFmpeg's setfield), and
+    coded so (interlaced DCT and motion estimation; for libx264 also its `interlaced=1:tff=1`,
+    MBAFF), so that FFmpeg flags the decoded frames interlaced.
     """
     path = str(path)
     height, width = frames_rgb.shape[1:3]
@@ -119,13 +125,75 @@ def write(
                 setattr(stream.codec_context, name, value)
         if rotation:
             stream.set_display_rotation(-rotation)  # PyAV counts counterclockwise
+        if interlaced:
+            flags = av.codec.context.Flags
+            stream.codec_context.flags |= flags.interlaced_dct | flags.interlaced_me
+            if codec == "libx264":
+                stream.options = {**stream.options, "x264-params": "interlaced=1:tff=1"}
+        flagged = TopFieldFirst(time_base) if interlaced else None
         for index, rgb in enumerate(frames_rgb):
             frame = _yuv(rgb, pix_fmt, colour)
             frame.time_base = time_base
             frame.pts = round(times[index] / time_base) if times is not None else index
-            container.mux(stream.encode(frame))
+            container.mux(stream.encode(flagged(frame) if flagged else frame))
         container.mux(stream.encode())
     return path
+
+
+class TopFieldFirst:
+    """FFmpeg's setfield=tff: frames flagged interlaced, top field first, as a decoder flags
+    interlaced pictures (PyAV cannot set the flags itself). One graph per frame size."""
+
+    def __init__(self, time_base):
+        self.time_base, self.graph = time_base, None
+
+    def __call__(self, frame: av.VideoFrame) -> av.VideoFrame:
+        if self.graph is None:
+            self.graph = av.filter.Graph()
+            source = self.graph.add_buffer(template=frame, time_base=self.time_base)
+            flag, sink = self.graph.add("setfield", "tff"), self.graph.add("buffersink")
+            source.link_to(flag)
+            flag.link_to(sink)
+            self.graph.configure()
+        self.graph.push(frame)
+        return self.graph.pull()
+
+
+def flagged_progressive(path, pictures: set[int]) -> str:
+    """Marks pictures of an interlaced MPEG-2 elementary stream (.m2v, no B-frames) progressive,
+    in place, as a broadcast that cuts between film and video does: their picture coding
+    extension's progressive_frame (and chroma_420_type) bit set. Nothing else changes."""
+    data = bytearray(pathlib.Path(path).read_bytes())
+    start, index = 0, 0
+    while (start := data.find(b"\x00\x00\x01\xb5", start) + 4) > 3:
+        if data[start] >> 4 == 8:  # a picture coding extension: one per picture, in order
+            if index in pictures:
+                data[start + 3] |= 0x01  # chroma_420_type
+                data[start + 4] |= 0x80  # progressive_frame
+            index += 1
+    pathlib.Path(path).write_bytes(bytes(data))
+    return str(path)
+
+
+def remuxed(source, path, fps: int = 25) -> str:
+    """An elementary stream's pictures (no B-frames) in `path`'s container, 1/fps apart."""
+    time_base = fractions.Fraction(1, fps)
+    with av.open(str(source)) as reader, av.open(str(path), "w") as container:
+        stream = container.add_stream_from_template(reader.streams.video[0])
+        packets = (packet for packet in reader.demux(video=0) if packet.size)
+        for index, packet in enumerate(packets):  # stamped in 1/fps; the muxer converts
+            packet.stream, packet.time_base = stream, time_base
+            packet.pts = packet.dts = index
+            container.mux(packet)
+    return str(path)
+
+
+def woven(frames_rgb: np.ndarray) -> np.ndarray:
+    """Interlaced pictures from progressive frames, as a camera shoots fields: picture k's top
+    field (even rows) from frame 2k, its bottom field (odd rows) from frame 2k + 1."""
+    pictures = frames_rgb[0 : len(frames_rgb) // 2 * 2 : 2].copy()
+    pictures[:, 1::2] = frames_rgb[1::2, 1::2]
+    return pictures
 
 
 def _yuv(rgb: np.ndarray, pix_fmt: str, colour: Colour | None) -> av.VideoFrame:
@@ -146,6 +214,156 @@ def _yuv(rgb: np.ndarray, pix_fmt: str, colour: Colour | None) -> av.VideoFrame:
 def make(path, codec="libx264", num_frames=8, height=64, width=96, seed=0, **kwargs) -> str:
     """A short clip of synthetic motion written with `codec` (see `write`)."""
     return write(path, synthetic.moving_frames(num_frames, height, width, seed), codec, **kwargs)
+
+
+# -- UCF101 / HMDB51: XviD's packed B-frames in AVI ------------------------------------------------
+
+VOP = b"\x00\x00\x01\xb6"  # an MPEG-4 Part 2 picture's start code
+
+
+def packed_b_frames_avi(path, num_frames: int = 32, height: int = 64, width: int = 96) -> str:
+    """An AVI as XviD/DivX 5 wrote UCF101 and HMDB51: MPEG-4 Part 2 with two B-frames per P,
+    packed (a P shares its chunk with the first B that follows it in decode order; after the
+    second B, a 6-byte not-coded VOP holds the P's place) and flagged so by DivX user data.
+
+    FFmpeg decodes such files with pts 1, 2, 4, 3, 5, 7, 6, ... and dts in order. Frames are
+    `synthetic.moving_frames`, shown at k / 25 s. `num_frames` is 3k + 2 so that the last P has
+    no B-frames after it (FFmpeg drops a packed B-frame left at the very end).
+    """
+    assert num_frames % 3 == 2, "3k + 2 frames: the last picture a P without B-frames"
+    plain = str(path) + ".plain.avi"
+    with av.open(plain, "w") as container:
+        stream = container.add_stream("mpeg4", rate=25)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.codec_context.max_b_frames = 2
+        stream.bit_rate = 4_000_000  # near-transparent
+        stream.options = {"g": "12"}
+        for index, rgb in enumerate(synthetic.moving_frames(num_frames, height, width)):
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            frame.pts = index
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())
+    with av.open(plain) as source, av.open(str(path), "w") as container:
+        stream = container.add_stream_from_template(source.streams.video[0])
+        stream.codec_context.codec_tag = "XVID"
+        packets = [(bytes(p), p.is_keyframe) for p in source.demux(video=0) if p.size]
+        for index, (data, keyframe) in enumerate(_packed(packets)):
+            packet = av.Packet(data)
+            packet.stream, packet.time_base = stream, stream.time_base
+            packet.pts = packet.dts = index
+            packet.is_keyframe = keyframe
+            container.mux(packet)
+    pathlib.Path(plain).unlink()
+    return str(path)
+
+
+def _packed(packets: list[tuple[bytes, bool]]) -> list[tuple[bytes, bool]]:
+    """Decode-order (data, keyframe) packets of I/P/B pictures as DivX 5 packs them in AVI."""
+    kinds = [data[data.index(VOP) + 4] >> 6 for data, _ in packets]  # 0 I, 1 P, 2 B
+    first, keyframe = packets[0]
+    user_data = b"\x00\x00\x01\xb2"  # the "p" of DivX's build string: packed B-frames
+    chunks = [(first.replace(user_data, user_data + b"DivX503b1393p" + user_data, 1), keyframe)]
+    index = 1
+    while index < len(packets):
+        (reference, keyframe), after = packets[index], index + 1
+        while after < len(packets) and kinds[after] == 2:
+            after += 1
+        b_frames = [data for data, _ in packets[index + 1 : after]]
+        if b_frames:
+            chunks.append((reference + b_frames[0], keyframe))
+            chunks += [(data, False) for data in b_frames[1:]]
+            chunks.append((_not_coded(reference), False))
+        else:
+            chunks.append((reference, keyframe))
+        index = after
+    return chunks
+
+
+def _not_coded(reference: bytes, time_bits: int = 5) -> bytes:
+    """A not-coded P-VOP with the timing of `reference`'s (its time increment in `time_bits`,
+    5 for a 1/25 time base), byte-aligned by MPEG-4's stuffing (a 0, then 1s)."""
+    start = reference.index(VOP) + 4
+    bits = "".join(f"{byte:08b}" for byte in reference[start : start + 8])
+    end = 2
+    while bits[end] == "1":  # modulo_time_base: a 1 per second elapsed, then a 0
+        end += 1
+    end += 1 + 1 + time_bits + 1  # its 0, a marker, the time increment, a marker
+    header = "01" + bits[2:end] + "0"  # P, the reference's timing, vop_coded = 0
+    header += "0" + "1" * ((7 - len(header)) % 8)
+    return VOP + int(header, 2).to_bytes(len(header) // 8, "big")
+
+
+# -- several video streams ---------------------------------------------------------------------------
+
+
+def two_streams(path, small_default: bool = False, cover: bool = False) -> str:
+    """An mp4 with two H.264 streams: first 32x48 (seed 1), then 64x96 (seed 2), 10 frames each;
+    the larger one has the default disposition (or the smaller, `small_default`). With `cover`,
+    an MJPEG cover picture (attached_pic) is written, and moved to be the file's first stream."""
+    sizes = {"small": (32, 48, 1), "large": (64, 96, 2)}
+    with av.open(str(path), "w") as container:
+        streams = {}
+        for name, (height, width, _) in sizes.items():
+            stream = container.add_stream("libx264", rate=25)
+            stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+            stream.options = QUALITY["libx264"]
+            streams[name] = stream
+        default = "small" if small_default else "large"
+        for name, stream in streams.items():
+            stream.disposition = av.stream.Disposition.default if name == default else 0
+        if cover:
+            picture = container.add_stream("mjpeg", rate=1)
+            picture.width, picture.height, picture.pix_fmt = 40, 40, "yuvj420p"
+            picture.disposition = av.stream.Disposition.attached_pic
+            frame = av.VideoFrame.from_ndarray(np.full((40, 40, 3), 200, np.uint8), "rgb24")
+            container.mux(picture.encode(frame.reformat(format="yuvj420p")))
+            container.mux(picture.encode())
+        frames = {n: synthetic.moving_frames(10, h, w, seed) for n, (h, w, seed) in sizes.items()}
+        for index in range(10):
+            for name, stream in streams.items():
+                frame = av.VideoFrame.from_ndarray(frames[name][index], format="rgb24")
+                frame.pts = index
+                container.mux(stream.encode(frame))
+        for stream in streams.values():
+            container.mux(stream.encode())
+    if cover:
+        _cover_first(path)
+    return str(path)
+
+
+def _cover_first(path) -> None:
+    """Moves the moov box's `udta` (which holds the cover) before its tracks, in place, so that
+    FFmpeg's demuxer makes the cover picture stream 0. Sizes and media offsets do not change."""
+    data = bytearray(pathlib.Path(path).read_bytes())
+    moov = _boxes(data, 0, len(data))["moov"][0]
+    children = list(_children(data, moov))
+    udta = [c for c in children if data[c[0] + 4 : c[0] + 8] == b"udta"]
+    others = [c for c in children if c not in udta]
+    order = others[:1] + udta + others[1:]  # mvhd first, then udta, then the tracks
+    body = b"".join(bytes(data[start:end]) for start, end in order)
+    data[moov + 8 : moov + 8 + len(body)] = body
+    pathlib.Path(path).write_bytes(bytes(data))
+
+
+def _boxes(data, start: int, end: int) -> dict[str, list[int]]:
+    """Offsets of the boxes between start and end, by type."""
+    found = {}
+    for offset, _ in _children_between(data, start, end):
+        found.setdefault(data[offset + 4 : offset + 8].decode("latin-1"), []).append(offset)
+    return found
+
+
+def _children(data, box: int):
+    """(start, end) of each child of the box at `box`."""
+    return _children_between(data, box + 8, box + int.from_bytes(data[box : box + 4], "big"))
+
+
+def _children_between(data, start: int, end: int):
+    """(start, end) of each box between start and end (32-bit sizes only)."""
+    while start + 8 <= end:
+        size = int.from_bytes(data[start : start + 4], "big")
+        yield start, start + size
+        start += size
 
 
 # -- damage ----------------------------------------------------------------------------------------
@@ -190,26 +408,53 @@ class Decoded:
     rotation: int  # counterclockwise, as PyAV reports it
 
 
-def reference(path) -> Decoded:
-    """Every frame FFmpeg decodes, in FFmpeg's rgb24 (the stream's own matrix and range).
+def reference(path, stream: int = 0, bwdif: bool = False) -> Decoded:
+    """Every frame FFmpeg decodes from video stream `stream`, in FFmpeg's rgb24 (the stream's
+    own matrix and range); with `bwdif`, through `ffmpeg -vf bwdif=mode=send_frame:deint=
+    interlaced` (`bwdif_filtered`). Times are the frames' pts.
 
     Goes on past packets the decoder rejects, as `ffprobe -count_frames` does.
     """
     rgb, times, rotation = [], [], 0
     with av.open(str(path)) as container:
-        stream = container.streams.video[0]
-        stream.codec_context.thread_count = 1
+        chosen = container.streams.video[stream]
+        chosen.codec_context.thread_count = 1
         frames = []
-        for packet in container.demux(stream):
+        for packet in container.demux(chosen):
             try:
-                frames += stream.codec_context.decode(packet if packet.size else None)
+                frames += chosen.codec_context.decode(packet if packet.size else None)
             except av.error.FFmpegError:
                 pass
-        for frame in frames:
-            rgb.append(to_rgb(frame))
-            times.append(float(frame.pts * stream.time_base))
+        shown = bwdif_filtered(frames, chosen.time_base) if bwdif else frames
+        for frame, picture in zip(frames, shown, strict=True):
+            rgb.append(to_rgb(picture, tags=frame))
+            times.append(float(frame.pts * chosen.time_base))
             rotation = frame.rotation
     return Decoded(rgb, [t - times[0] for t in times], rotation)
+
+
+def bwdif_filtered(frames: list[av.VideoFrame], time_base) -> list[av.VideoFrame]:
+    """The frames through FFmpeg's bwdif in a filter graph, as `ffmpeg -vf bwdif=...` runs it:
+    every frame pushed, then the end of stream, one output per input."""
+    graph = av.filter.Graph()
+    first = frames[0]
+    source = graph.add_buffer(
+        width=first.width, height=first.height, format=first.format, time_base=time_base
+    )
+    deinterlace = graph.add("bwdif", "mode=send_frame:deint=interlaced")
+    sink = graph.add("buffersink")
+    source.link_to(deinterlace)
+    deinterlace.link_to(sink)
+    graph.configure()
+    out = []
+    for frame in [*frames, None]:
+        graph.push(frame)
+        while True:
+            try:
+                out.append(graph.pull())
+            except (BlockingIOError, av.error.EOFError):
+                break
+    return out
 
 
 def decoded_frames(path) -> list[av.VideoFrame]:
@@ -218,12 +463,14 @@ def decoded_frames(path) -> list[av.VideoFrame]:
         return list(container.decode(video=0))
 
 
-def to_rgb(frame: av.VideoFrame) -> np.ndarray:
-    """FFmpeg's rgb24 of a decoded frame, the matrix and range named explicitly from its tags."""
+def to_rgb(frame: av.VideoFrame, tags: av.VideoFrame | None = None) -> np.ndarray:
+    """FFmpeg's rgb24 of a decoded frame, the matrix and range named explicitly from its tags
+    (or from the decoded frame `tags` a filtered frame came from, as ffmpeg's filters keep)."""
+    tags = tags or frame
     return frame.to_ndarray(
         format="rgb24",
-        src_colorspace=SWS_MATRIX.get(frame.colorspace, Colorspace.DEFAULT),
-        src_color_range=ColorRange(frame.color_range) if frame.color_range else None,
+        src_colorspace=SWS_MATRIX.get(tags.colorspace, Colorspace.DEFAULT),
+        src_color_range=ColorRange(tags.color_range) if tags.color_range else None,
     )
 
 

@@ -22,6 +22,7 @@ FRAME_FIELDS = (
     "num_frames",
     "jpeg_quality",
     "segment_frames",
+    "deinterlace",
 )
 
 
@@ -52,6 +53,9 @@ class VideoConfig(tfds.core.BuilderConfig):
         examples of at most this many frames (`segment`, `start_frame` tell
         which part), so that no example outgrows memory. None stores each
         video as one example.
+      deinterlace: "auto" runs FFmpeg's bwdif on the frames FFmpeg flags
+        interlaced (broadcast, DV, DVD), before any resize; False stores
+        interlaced frames woven, as decoded. Times and frame count unchanged.
       strict: stop the build at the first bad or damaged video instead of
         skipping it (or keeping it with a note).
       num_workers: processes that decode and encode videos in parallel during
@@ -69,6 +73,7 @@ class VideoConfig(tfds.core.BuilderConfig):
     num_frames: int | None = None
     jpeg_quality: int = 90
     segment_frames: int | None = 1000
+    deinterlace: str | bool = "auto"
     strict: bool = False
     num_workers: int = 0
     keep_cache: bool = False
@@ -124,6 +129,7 @@ _RULES = {
     "strict": ("true or false", lambda v: isinstance(v, bool)),
     "num_workers": ("an int >= 0 (0: one per core)", lambda v: _is_int(v) and v >= 0),
     "keep_cache": ("true or false", lambda v: isinstance(v, bool)),
+    "deinterlace": ('"auto" or False', lambda v: v is False or v == "auto"),
 }
 
 

@@ -160,7 +160,8 @@ def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
     """Decodes the task's video and gives each of its examples (segments) to `add` as it is
     made; returns the summary: the fields the video gives (not those the manifest gives:
     label and name come from the task when read back) and its damage, if any."""
-    with video_io.Video(task.video_path, threads=task.decoder_threads) as video:
+    threads, deinterlace = task.decoder_threads, task.config.deinterlace == "auto"
+    with video_io.Video(task.video_path, threads=threads, deinterlace=deinterlace) as video:
         return _encode_frames(task, video, add)
 
 

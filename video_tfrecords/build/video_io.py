@@ -1,11 +1,13 @@
 """Decodes a video file frame by frame with FFmpeg's libraries, through PyAV.
 
 FFmpeg decodes every codec a corpus holds (AV1 included), conceals damaged
-packets and goes on, honours MP4 edit lists and gives each frame its true
-timestamp. This module adds what a dataset needs on top: the display geometry
-(sample aspect ratio, rotation), colour converted with the stream's own matrix
-and range, a count of the damage, and reasons for files it cannot read. It
-imports neither TensorFlow nor TFDS, which keeps build workers light to start.
+packets and goes on, honours MP4 edit lists and stamps each frame. This module
+adds what a dataset needs on top: the stream FFmpeg would pick, each frame's
+time by FFmpeg's own rule (`timestamps`), interlaced frames deinterlaced
+(`deinterlace`), the display geometry (sample aspect ratio, rotation), colour
+converted with the stream's own matrix and range, a count of the damage, and
+reasons for files it cannot read. It imports neither TensorFlow nor TFDS, which
+keeps build workers light to start.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import av
 import cv2
 import numpy as np
 from av.video.reformatter import Interpolation, VideoReformatter
+
+from video_tfrecords.build import deinterlace, timestamps
 
 # Codecs whose every packet holds exactly one picture: a packet that gives no frame was lost.
 # Not MPEG-4 Part 2 (not-coded VOPs), VP8 (hidden alt-ref packets) or interlaced fields.
@@ -56,7 +60,8 @@ class Damage:
 
     packets_with_errors: int = 0  # packets the decoder rejected or the demuxer flagged corrupt
     truncated: bool = False  # the file ends before the data its index points to
-    timestamps_missing: bool = False  # frame order was used as time (no usable pts)
+    timestamps_missing: bool = False  # frame order was used as time (FFmpeg had no time either)
+    timestamps_misordered: int = 0  # frames FFmpeg timed no later than the frame before
     corrupt_frames: int = 0  # frames FFmpeg output with damage concealed
     frames_lost: int = 0  # packets of one-picture-per-packet codecs that gave no picture
 
@@ -73,6 +78,11 @@ class Damage:
             parts.append(f"{_count(self.frames_lost, 'frame')} lost (packets that gave no picture)")
         if self.timestamps_missing:
             parts.append("no timestamps: frame order used as time, at the stream's average rate")
+        if self.timestamps_misordered:
+            parts.append(
+                f"{_count(self.timestamps_misordered, 'frame')} timed by FFmpeg no later than "
+                "the frame before: placed after it"
+            )
         return "; ".join(parts) or None
 
 
@@ -127,9 +137,10 @@ class Frame:
 class Video:
     """An open video file: `info` at once, then `frames()` once; `damage` filled as they go."""
 
-    def __init__(self, path: str, *, threads: int = 1):
+    def __init__(self, path: str, *, threads: int = 1, deinterlace: bool = True):
         _check_file(path)
         self._threads = max(1, threads)
+        self._deinterlace = deinterlace
         self._container = _open(path)
         try:
             self._stream = _video_stream(self._container)
@@ -157,24 +168,26 @@ class Video:
     def frames(self) -> Iterator[Frame]:
         """Every frame FFmpeg outputs for the stream, in order, going on past damaged packets.
 
-        Times come from the pts (else the dts). A frame without one, or out of order, comes one
-        average frame period after the previous frame, and the damage says so.
+        Times are FFmpeg's best-effort timestamps (`timestamps`): the pts, or the dts where the
+        pts go backwards more often. With `deinterlace`, frames FFmpeg flags interlaced come
+        through its bwdif filter, before any resize; times and count stay the same.
         """
         scaler = VideoReformatter()
-        seconds_per_tick = float(self._stream.time_base or 0)
-        period = 1.0 / (self.info.average_fps or _FALLBACK_FPS)
-        origin, time = None, 0.0
-        for index, picture in enumerate(itertools.chain([self._first], self._pictures)):
-            stamp = picture.pts if picture.pts is not None else picture.dts
-            if index == 0:
-                origin = stamp
-                self.damage.timestamps_missing = stamp is None or not seconds_per_tick
-            elif stamp is None or origin is None or (stamp - origin) * seconds_per_tick <= time:
-                time += period
-                self.damage.timestamps_missing = True
-            else:
-                time = (stamp - origin) * seconds_per_tick
-            yield Frame(index, time, picture, self.info.rotation, scaler, self._threads)
+        timing = timestamps.Timing(
+            seconds_per_tick=float(self._stream.time_base or 0),
+            period=1.0 / (self.info.average_fps or _FALLBACK_FPS),
+        )
+        pictures = itertools.chain([self._first], self._pictures)
+        timed = timing.times((p.pts, p.dts, p) for p in pictures)
+        if self._deinterlace:
+            timed = deinterlace.deinterlaced(timed, self._threads)
+        try:
+            for index, (time, picture) in enumerate(timed):
+                yield Frame(index, time, picture, self.info.rotation, scaler, self._threads)
+        except deinterlace.DeinterlaceError as e:
+            raise VideoError(f"{e}; deinterlace=False stores the frames as decoded") from None
+        self.damage.timestamps_missing = timing.missing
+        self.damage.timestamps_misordered = timing.misordered
 
     def _decode(self) -> Iterator[av.VideoFrame]:
         """The stream's pictures; counts packets the decoder rejects, frames it conceals or loses."""
@@ -215,7 +228,7 @@ class Video:
 
 def count_frames(path: str, *, threads: int = 1) -> int:
     """The frames that decode, counted without converting any (container headers can be wrong)."""
-    with Video(path, threads=threads) as video:
+    with Video(path, threads=threads, deinterlace=False) as video:
         return sum(1 for _ in video.frames())
 
 
@@ -244,7 +257,9 @@ def _open(path: str) -> av.container.InputContainer:
 
 
 def _video_stream(container) -> av.video.stream.VideoStream:
-    """The stream FFmpeg would pick (not a cover picture); the demuxer may skip the others."""
+    """The stream FFmpeg picks, as TorchCodec and decord do: av_find_best_stream's (the default
+    disposition first, then more frames probed, then bit rate); never a cover picture (should
+    that ranking put one first, the first other video stream). The demuxer skips the others."""
     still = av.stream.Disposition.attached_pic
     streams = [s for s in container.streams.video if not s.disposition & still]
     if not streams:
