@@ -144,10 +144,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             self._collect_beam_records()
         if self._cache_dir is None:
             return  # already prepared: nothing was built
-        if not self.builder_config.keep_cache:
-            self._cache_dir.rmtree(missing_ok=True)
-            if not any(self._cache_dir.parent.iterdir()):
-                self._cache_dir.parent.rmdir()
+        self.remove_cache()
         examples = {split: info.num_examples for split, info in self.info.splits.items()}
         info_path = str(epath.Path(self.data_dir) / "metadata.json")
         print(
@@ -177,7 +174,22 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         )
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
-        manual_dir = epath.Path(dl_manager.manual_dir)
+        threads = parallel.threads_per_worker(self._num_workers())
+        tasks = self.plan(dl_manager.manual_dir, dl_manager.download_dir, threads)
+        generate = self._generate_with_beam if self._use_beam else self._generate_examples
+        return {split: generate(split_tasks) for split, split_tasks in tasks.items()}
+
+    # -- the seam every engine builds through (local, Beam, spark_build) -----------
+
+    def plan(
+        self, manual_dir: epath.PathLike, download_dir: epath.PathLike, decoder_threads: int = 1
+    ) -> dict[str, list[encoding.Task]]:
+        """One `encoding.Task` per manifest line, by split, in manifest order.
+
+        Reads and checks every manifest, sets the class names, empties the skip records
+        and notes; the encoding cache goes under `download_dir` (TFDS's download dir).
+        """
+        manual_dir = epath.Path(manual_dir)
         try:
             dataset = manifest.read_dataset(manual_dir)
         except FileNotFoundError as e:
@@ -187,11 +199,8 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         self.info.metadata["notes"] = []
         self._videos_per_split = {split: len(entries) for split, entries in dataset.splits.items()}
         config = self.builder_config
-        self._cache_dir = (
-            epath.Path(dl_manager.download_dir) / "video_tfrecords_cache" / config.name
-        )
-        threads = parallel.threads_per_worker(self._num_workers())
-        tasks = {
+        self._cache_dir = epath.Path(download_dir) / "video_tfrecords_cache" / config.name
+        return {
             split: [
                 encoding.Task(
                     split=split,
@@ -200,14 +209,40 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                     video_path=str(manifest.resolve(manual_dir, entry.path)),
                     config=config,
                     cache_root=str(self._cache_dir),
-                    decoder_threads=threads,
+                    decoder_threads=decoder_threads,
                 )
                 for entry in entries
             ]
             for split, entries in dataset.splits.items()
         }
-        generate = self._generate_with_beam if self._use_beam else self._generate_examples
-        return {split: generate(split_tasks) for split, split_tasks in tasks.items()}
+
+    def record(self, outcome: encoding.Outcome) -> None:
+        """Keeps the outcome's skip record and note for `info.metadata`."""
+        if outcome.skipped:
+            self.info.metadata["skipped"].append(outcome.skipped)
+        if outcome.note:
+            self.info.metadata["notes"].append(outcome.note)
+
+    def check_records(self, splits) -> None:
+        """Sorts the records by split and path (whatever order the videos were done in);
+        fails a split where every video was bad (the skips were warned of one by one)."""
+        for kind in ("skipped", "notes"):
+            self.info.metadata[kind].sort(key=lambda r: (r["split"], r["path"]))
+        for split in splits:
+            skipped = [s for s in self.info.metadata["skipped"] if s["split"] == split]
+            if len(skipped) == self._videos_per_split[split]:
+                reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in skipped)
+                raise VideoBuildError(
+                    f"none of the {len(skipped)} videos of split {split} could be read: {reasons}"
+                )
+
+    def remove_cache(self) -> None:
+        """Removes the cache of encoded videos after a build, unless the config keeps it."""
+        cache_dir = getattr(self, "_cache_dir", None)
+        if cache_dir is not None and not self.builder_config.keep_cache:
+            cache_dir.rmtree(missing_ok=True)
+            if cache_dir.parent.exists() and not any(cache_dir.parent.iterdir()):
+                cache_dir.parent.rmdir()
 
     def _num_workers(self) -> int:
         return parallel.worker_count(self.builder_config.num_workers)
@@ -227,13 +262,9 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         )
         for outcome in outcomes:
             encoding.report(outcome, self.builder_config.strict)
-            if outcome.skipped:
-                self.info.metadata["skipped"].append(outcome.skipped)
-            if outcome.note:
-                self.info.metadata["notes"].append(outcome.note)
+            self.record(outcome)
             yield from encoding.examples_of(outcome)
-        self._sort_records()
-        self._summarize(tasks[0].split)
+        self.check_records([tasks[0].split])
 
     def _generate_with_beam(self, tasks: list[encoding.Task]):
         """The same examples, one video per Beam element; skip records go to files."""
@@ -269,26 +300,10 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             for line in path.read_text().splitlines():
                 record = json.loads(line)
                 self.info.metadata[record.pop("kind")].append(record)
-        self._sort_records()
-        for split in self._videos_per_split:
-            self._summarize(split)
+        self.check_records(list(self._videos_per_split))
         if records_dir.exists():
             records_dir.rmtree()
         self.info.write_to_directory(self.data_path)
-
-    def _sort_records(self) -> None:
-        """Skip records and notes by split and path, whatever order the videos were done in."""
-        for kind in ("skipped", "notes"):
-            self.info.metadata[kind].sort(key=lambda r: (r["split"], r["path"]))
-
-    def _summarize(self, split: str) -> None:
-        """Fails a split where every video was bad (the skips were warned of one by one)."""
-        skipped = [s for s in self.info.metadata["skipped"] if s["split"] == split]
-        if len(skipped) == self._videos_per_split[split]:
-            reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in skipped)
-            raise VideoBuildError(
-                f"none of the {len(skipped)} videos of split {split} could be read: {reasons}"
-            )
 
     def _should_cache_ds(self, split, shuffle_files, read_config) -> bool:
         """Never auto-cache: TFDS caches after decoding, which would freeze random clips."""

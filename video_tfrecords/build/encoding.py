@@ -241,13 +241,17 @@ class _Segment:
         }
 
 
-def examples_of(outcome: Outcome) -> Iterator[tuple[str, dict]]:
-    """The (key, example) pairs of an outcome's cache entry, one segment in memory at a time."""
+def examples_of(
+    outcome: Outcome, start: int = 0, stop: int | None = None
+) -> Iterator[tuple[str, dict]]:
+    """The (key, example) pairs of an outcome's cache entry, one segment in memory at a time;
+    only segments `start` to `stop` (all by default: a shard may hold part of a video)."""
     if outcome.entry is None:
         return
     task = outcome.task
     fields = {**outcome.entry.summary["fields"], "label": task.label, "filename": task.entry.path}
-    for segment, part in enumerate(outcome.entry.parts()):
+    entry = dataclasses.replace(outcome.entry, files=outcome.entry.files[start:stop])
+    for segment, part in enumerate(entry.parts(), start=start):
         # What seeded clips are keyed on; stored so that a reader need not hash frames.
         fingerprint = keys.video_fingerprint(part["video"])
         yield (

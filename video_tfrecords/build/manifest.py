@@ -97,6 +97,7 @@ def read_manifest(path: epath.Path) -> tuple[list[Entry], list[str]]:
     """Returns the entries of one manifest file and its problems."""
     entries, problems = [], []
     text = path.read_text(encoding="utf-8")
+    name = str(path)  # once: an epath's str costs more than parsing its line
     for number, line in enumerate(text.splitlines(), start=1):
         try:
             parsed = parse_line(line)
@@ -104,7 +105,7 @@ def read_manifest(path: epath.Path) -> tuple[list[Entry], list[str]]:
             problems.append(f"{path}:{number}: {e}")
             continue
         if parsed is not None:
-            entries.append(Entry(str(path), number, *parsed))
+            entries.append(Entry(name, number, *parsed))
     if not entries and not problems:
         problems.append(f"{path}:1: the manifest has no video lines")
     return entries, problems

@@ -1,0 +1,387 @@
+"""Builds on a real Spark (local[2]) write what the plain local build writes: the same parsed
+examples, split sizes, shard lengths, skip records, notes and class names, in TFRecord and
+array_record; a worker killed mid-video and a job killed mid-way change nothing but the time."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import psutil
+import pytest
+import tensorflow_datasets as tfds
+
+import synthetic
+from video_tfrecords import ClipSource, VideoConfig, clip_dataset, spark_build
+from video_tfrecords.build import distributed, encoding, shards, spread
+
+NAME = "spark_test"
+CONFIG = {"name": NAME, "short_side": 32, "segment_frames": 8, "num_workers": 1}
+BIG = "big one.mp4"  # long enough (~1 s to encode) to be caught in the middle
+SPLITS = ("train", "validation")
+
+
+@pytest.fixture(scope="module")
+def manual(tmp_path_factory):
+    """Ten real videos (some of several segments, one in a folder with a space in its name),
+    one that is not a video, one missing, one cut short (kept with a note)."""
+    folder = tmp_path_factory.mktemp("manual")
+    lengths = [4, 9, 17, 6, 12, 3, 20, 5]
+    for i, length in enumerate(lengths):
+        synthetic.write_video(
+            str(folder / f"v{i}.mp4"), synthetic.moving_frames(length, 48, 64, seed=i)
+        )
+    synthetic.write_video(str(folder / BIG), synthetic.moving_frames(400, 240, 320, seed=9))
+    synthetic.write_video(str(folder / "sub dir" / "v 9.mp4"), synthetic.moving_frames(7, 40, 56))
+    synthetic.write_video(
+        str(folder / "whole.avi"), synthetic.moving_frames(24, 48, 64, seed=3), codec="MJPG"
+    )
+    data = (folder / "whole.avi").read_bytes()
+    (folder / "half.avi").write_bytes(data[: len(data) // 2])
+    (folder / "bad.mp4").write_bytes(b"not a video at all" * 10)
+    train = [f"v{i}.mp4 c{i % 3}" for i in range(6)] + [
+        f"{BIG} c1",
+        "bad.mp4 c0",
+        "missing.mp4 c2",
+        "half.avi c1",
+        "sub dir/v 9.mp4 c0",
+    ]
+    (folder / "train.txt").write_text("\n".join(train) + "\n")
+    (folder / "val.txt").write_text("v6.mp4 c2\nv7.mp4 c0\n")  # 3 + 1 examples
+    return folder
+
+
+def download_config(**kwargs):
+    """Four shards a split: TFDS's rule (ShardConfig) cuts into a power of two between
+    size / 1 GiB and size / 64 MiB (its class defaults: TFDS 4.9.10 ignores the
+    DownloadConfig's sizes there), so these tiny splits would get one shard."""
+    return tfds.download.DownloadConfig(num_shards=4, **kwargs)
+
+
+def plain_build(manual, data_dir, file_format=None):
+    """The reference: TFDS's own build (`download_and_prepare`), in this process."""
+    builder = tfds.builder(
+        "video_tfrecords",
+        data_dir=str(data_dir),
+        config=VideoConfig(**CONFIG),
+        file_format=file_format,
+    )
+    config = download_config(manual_dir=str(manual))
+    if file_format:  # TFDS's size rule: one shard a split
+        config = tfds.download.DownloadConfig(manual_dir=str(manual))
+    builder.download_and_prepare(download_config=config)
+    return builder
+
+
+@pytest.fixture(scope="module")
+def plain(manual, tmp_path_factory):
+    """The reference: the plain local build of the same manual dir, same config and shard rule."""
+    data_dir = tmp_path_factory.mktemp("plain")
+    plain_build(manual, data_dir)
+    return data_dir
+
+
+@pytest.fixture(scope="module")
+def plain_array_record(manual, tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("plain_ar")
+    plain_build(manual, data_dir, file_format="array_record")
+    return data_dir
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = spark_build.session("local[2,3]")  # 3 attempts a task, as on a cluster
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def dataset_dir(data_dir):
+    return data_dir / "video_tfrecords" / NAME / "2.2.0"
+
+
+def parsed(data_dir, split):
+    """Every example as TFDS reads it, by (filename, segment): TFRecord through tf.data (frames
+    left as JPEG bytes), array_record through `as_data_source` (frames decoded)."""
+    builder = tfds.builder(f"video_tfrecords/{NAME}", data_dir=str(data_dir))
+    if builder.info.file_format == tfds.core.FileFormat.ARRAY_RECORD:
+        examples = builder.as_data_source(split)
+    else:
+        decoders = {"video": tfds.decode.SkipDecoding()}
+        examples = tfds.as_numpy(builder.as_dataset(split, decoders=decoders))
+    by_key = {}
+    for example in examples:
+        key = (example["filename"], int(example["segment"]))
+        assert key not in by_key, f"{key} written twice"
+        by_key[key] = example
+    return by_key
+
+
+def assert_same_examples(data_dir, reference_dir):
+    for split in SPLITS:
+        got, want = parsed(data_dir, split), parsed(reference_dir, split)
+        assert sorted(got) == sorted(want) and want
+        for key, example in want.items():
+            assert sorted(got[key]) == sorted(example), key
+            for feature, value in example.items():
+                assert np.array_equal(got[key][feature], value), (key, feature)
+
+
+def assert_same_dataset(data_dir, reference_dir):
+    """Same examples, split sizes, shard lengths, records and class names; the same files."""
+    assert_same_examples(data_dir, reference_dir)
+    got = tfds.builder(f"video_tfrecords/{NAME}", data_dir=str(data_dir)).info
+    want = tfds.builder(f"video_tfrecords/{NAME}", data_dir=str(reference_dir)).info
+    for split in SPLITS:
+        assert got.splits[split].shard_lengths == want.splits[split].shard_lengths
+        assert got.splits[split].num_bytes == want.splits[split].num_bytes
+    assert got.features["label"].names == want.features["label"].names == ["c0", "c1", "c2"]
+    assert got.metadata["skipped"] == want.metadata["skipped"]
+    assert got.metadata["notes"] == want.metadata["notes"]
+    assert {r["path"] for r in want.metadata["skipped"]} == {"bad.mp4", "missing.mp4"}
+    assert [r["path"] for r in want.metadata["notes"]] == ["half.avi"]
+    files = lambda d: sorted(p.name for p in dataset_dir(d).iterdir())
+    assert files(data_dir) == files(reference_dir)
+    parent = lambda d: sorted(p.name for p in dataset_dir(d).parent.iterdir())
+    assert parent(data_dir) == ["2.2.0"]  # nothing left beside it
+    assert (data_dir / "video_tfrecords" / ".config" / "metadata.json").read_text() == (
+        reference_dir / "video_tfrecords" / ".config" / "metadata.json"
+    ).read_text()
+
+
+def test_spark_build_writes_the_plain_builds_dataset(manual, plain, spark, tmp_path):
+    data_dir = tmp_path / "spark"
+    folder = spark_build.build(
+        spark,
+        str(manual),
+        str(data_dir),
+        VideoConfig(**CONFIG),
+        download_config=download_config(),
+    )
+    assert folder == str(dataset_dir(data_dir))
+    assert_same_dataset(data_dir, plain)
+    info = tfds.builder(f"video_tfrecords/{NAME}", data_dir=str(data_dir)).info
+    assert info.splits["train"].num_shards == info.splits["validation"].num_shards == 4
+    assert not (data_dir / "downloads" / "video_tfrecords_cache").exists()  # removed
+    # tfds.load and clip_dataset read it with no flag; ClipSource draws the plain build's
+    # seeded clips.
+    loaded = tfds.load(f"video_tfrecords/{NAME}", split="validation", data_dir=str(data_dir))
+    assert sorted(e["filename"].numpy() for e in loaded) == [b"v6.mp4"] * 3 + [b"v7.mp4"]
+    (batch, labels), *_ = clip_dataset(
+        "validation",
+        builder_kwargs={"config": NAME},
+        data_dir=str(data_dir),
+        num_frames=2,
+        batch_size=4,
+        training=False,
+        crop_size=(16, 16),
+    )
+    assert batch.shape == (4, 2, 16, 16, 3) and sorted(labels.numpy()) == [0, 2, 2, 2]
+    clips = {}
+    for source_dir in (data_dir, plain):
+        source = ClipSource(
+            "train", num_frames=2, data_dir=str(source_dir), config=NAME, seed=1, crop_size=(16, 16)
+        )
+        clips[source_dir] = {
+            (e["filename"], int(e["segment"])): e["video"]
+            for e in (source[i] for i in range(len(source)))
+        }
+    assert sorted(clips[data_dir]) == sorted(clips[plain])
+    for key, clip in clips[plain].items():
+        assert np.array_equal(clips[data_dir][key], clip), key
+
+
+def test_array_record_build_has_the_same_examples(manual, plain_array_record, spark, tmp_path):
+    data_dir = tmp_path / "spark_ar"
+    spark_build.build(
+        spark, str(manual), str(data_dir), json.dumps(CONFIG), file_format="array_record"
+    )
+    assert_same_examples(data_dir, plain_array_record)
+    files = lambda d: sorted(p.name for p in dataset_dir(d).iterdir())
+    assert files(data_dir) == files(plain_array_record)
+    assert "video_tfrecords-train.array_record-00000-of-00001" in files(data_dir)
+    source = ClipSource("validation", num_frames=2, data_dir=str(data_dir), config=NAME)
+    assert source[0]["video"].shape[0] == 2
+
+
+def worker_with_open(path: str) -> psutil.Process | None:
+    """The Spark Python worker (a process under this one) that has `path` open."""
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if any(f.path == path for f in process.open_files()):
+                return process
+        except psutil.Error:
+            continue
+    return None
+
+
+def test_a_worker_killed_mid_video_leaves_each_video_once(manual, plain, spark, tmp_path):
+    """SIGKILL the Python worker encoding the big video: Spark retries its task, which reads
+    back what its group had finished and encodes the rest."""
+    killed = []
+
+    def kill_when_open():
+        deadline = time.monotonic() + 120
+        while not killed and time.monotonic() < deadline:
+            worker = worker_with_open(str(manual / BIG))
+            if worker is not None:
+                worker.send_signal(signal.SIGKILL)
+                killed.append(worker.pid)
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=kill_when_open, daemon=True)
+    watcher.start()
+    data_dir = tmp_path / "spark"
+    spark_build.build(
+        spark,
+        str(manual),
+        str(data_dir),
+        VideoConfig(**CONFIG),
+        download_config=download_config(),
+    )
+    watcher.join(timeout=1)
+    assert len(killed) == 1, "the big video was never caught being encoded"
+    assert_same_dataset(data_dir, plain)
+
+
+def cache_entries(data_dir) -> dict[str, int]:
+    """Finished cache entries (folder name) -> their done.json's mtime (ns)."""
+    root = data_dir / "downloads" / "video_tfrecords_cache" / NAME
+    return {p.parent.name: p.stat().st_mtime_ns for p in root.rglob("done.json")}
+
+
+def test_a_killed_job_reruns_from_the_cache(manual, plain, tmp_path):
+    """SIGKILL the whole job (driver, JVM, workers) once a few videos are encoded; the same
+    command again encodes only the others and writes the plain build's dataset."""
+    data_dir = tmp_path / "spark"
+    config = json.dumps({**CONFIG, "keep_cache": True})  # kept, to count what was re-encoded
+    command = [
+        sys.executable,
+        "-m",
+        "video_tfrecords.spark_build",
+        "--manual_dir",
+        str(manual),
+        "--data_dir",
+        str(data_dir),
+        "--config",
+        config,
+        "--master",
+        "local[2]",
+    ]
+    # Spark's scratch in tmp_path: a JVM killed with SIGKILL cannot remove its own.
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", SPARK_LOCAL_DIRS=str(tmp_path / "local"))
+    process = subprocess.Popen(
+        command,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        while len(cache_entries(data_dir)) < 2:
+            assert process.poll() is None, process.stderr.read().decode()[-3000:]
+            time.sleep(0.01)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        process.stderr.close()
+    before = cache_entries(data_dir)
+    skipped = json.loads((dataset_dir(plain) / "metadata.json").read_text())["skipped"]
+    videos = 13 - len(skipped)  # the manifest lines that make a cache entry
+    assert 2 <= len(before) < videos, "the job was not killed part-way"
+    assert not dataset_dir(data_dir).exists()
+
+    done = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = cache_entries(data_dir)
+    assert len(after) == videos
+    read_back = {key for key, mtime in after.items() if before.get(key) == mtime}
+    assert read_back == set(before)  # each finished entry read back, not encoded again
+    assert len(after) - len(read_back) < videos  # the rerun encoded fewer videos
+    # The plain build's examples; its shard lengths too with its shard rule.
+    assert_same_examples(data_dir, plain)
+
+
+# -- the engine-neutral parts, without Spark -----------------------------------------
+
+
+def test_spread_makes_groups_of_even_size():
+    sizes = [100, 1, 50, 50, 30, 20, 99, 1, 1, 48]
+    groups = spread.spread(list(range(len(sizes))), sizes, 3)
+    loads = sorted(sum(sizes[i] for i in group) for group in groups)
+    assert sorted(i for g in groups for i in g) == list(range(len(sizes)))
+    # Greedy, largest first: no group is more than one video (here 48) past another, nor
+    # more than 4/3 of the best split's largest group (at least 400 / 3).
+    assert loads == [123, 130, 147]
+    assert loads[-1] - loads[0] <= 48 and loads[-1] <= 4 / 3 * 400 / 3
+    assert spread.spread(["a", "b", "c", "d"], [0] * 4, 2) == [["a", "c"], ["b", "d"]]
+    assert spread.group_count(32, 2) == 32 and spread.group_count(650_000, 800) == 12_800
+    assert spread.group_count(650_000, 2) == 650_000 // spread.MAX_GROUP + 1
+
+
+def test_a_failed_shard_attempt_leaves_nothing_and_a_retry_commits(manual, tmp_path, monkeypatch):
+    """An attempt that dies mid-shard leaves no file in the dataset folder; the next attempt
+    writes the shard whole."""
+    builder = tfds.builder("video_tfrecords", data_dir=str(tmp_path), config=VideoConfig(**CONFIG))
+    tasks = builder.plan(manual, tmp_path / "downloads")["validation"]
+    videos = [(t, encoding.encode(t).entry) for t in tasks]
+    folder, attempts = tmp_path / "staging", tmp_path / "attempts"
+    folder.mkdir(), attempts.mkdir()
+    (job,) = shards.plan(
+        "validation",
+        videos,
+        download_config=tfds.download.DownloadConfig(),
+        file_format=tfds.core.FileFormat.TFRECORD,
+        dataset_name="video_tfrecords",
+        dataset_dir=folder,
+        attempts_dir=attempts,
+        features=json.dumps(builder.info.features.to_json()),
+    )
+    calls = []
+
+    def dying_examples_of(outcome, *segments):
+        for n, example in enumerate(encoding_examples_of(outcome, *segments)):
+            if not calls:
+                calls.append(n)
+                raise MemoryError("the attempt dies here")
+            yield example
+
+    encoding_examples_of = encoding.examples_of
+    monkeypatch.setattr(encoding, "examples_of", dying_examples_of)
+    with pytest.raises(MemoryError):
+        shards.write(job)
+    assert list(folder.iterdir()) == [] and list(attempts.iterdir()) == []
+    result = shards.write(job)
+    assert result.num_examples == 4 and [p.name for p in folder.iterdir()] == [
+        "video_tfrecords-validation.tfrecord-00000-of-00001"
+    ]
+    assert list(attempts.iterdir()) == []
+
+
+def test_a_video_whose_task_died_twice_is_skipped_with_a_record(manual, tmp_path):
+    """A retried task marks each video it starts; a later attempt skips a video still marked,
+    as a local build skips a video that killed its worker twice."""
+    builder = tfds.builder("video_tfrecords", data_dir=str(tmp_path), config=VideoConfig(**CONFIG))
+    first, second = builder.plan(manual, tmp_path / "downloads")["validation"]
+    distributed._mark(first).parent.mkdir(parents=True)
+    distributed._mark(first).write_text("started")  # a retry died on it
+    items = [("validation", 0, first), ("validation", 1, second)]
+    results = distributed.encode_group(items, attempt=2)
+    assert results[0].skipped == {
+        "split": "validation",
+        "path": "v6.mp4",
+        "reason": "worker died (its task died twice while encoding it)",
+    }
+    assert results[1].entry is not None and results[1].skipped is None
+    assert not distributed._mark(second).exists()  # finished: unmarked
+    assert (
+        distributed.encode_group(items, attempt=0)[0].entry is not None
+    )  # first attempts: no marks

@@ -1,0 +1,161 @@
+"""Builds a video_tfrecords dataset on Apache Spark (`pip install ".[spark]"`).
+
+    python -m video_tfrecords.spark_build --manual_dir DIR --data_dir DIR --config NAME [--master URL]
+    spark-submit --master yarn "$(python -c 'import video_tfrecords.spark_build as m; print(m.__file__)')" \\
+        --manual_dir DIR --data_dir DIR
+
+or, in a notebook or any program that has a SparkSession (Databricks: `spark`):
+
+    from video_tfrecords.spark_build import build
+    build(spark, manual_dir="/dbfs/kinetics", data_dir="/dbfs/tensorflow_datasets", config="default")
+
+Spark tasks run the local build's `encoding.encode`, a group of videos of even
+total size each, then write one shard each; the driver plans, collects the skip
+records and writes the dataset info (`build/distributed.py`, which any engine can
+drive). The result is the folder `tfds build` makes: `tfds.load`, `tfds.data_source`,
+`ClipSource` and `clip_dataset` read it as they read a local build. The manual and
+data dirs must be readable (the data dir writable) by every executor at the same
+path: a shared file system, or any URL `etils.epath` opens (gs://, s3://, hdfs://).
+The master is `--master`, else Spark's own configuration (`spark-submit --master`,
+`spark.master`), else `local[*]`. A killed job rerun with the same command reads
+back the videos it had encoded from the cache in the data dir. A failed task is
+retried as Spark's `spark.task.maxFailures` allows (on `local[N]` never: use
+`local[N,F]`); leave `spark.speculation` off, as it is by default: two attempts of
+one video at once would write the same cache entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+
+import tensorflow_datasets as tfds
+
+from video_tfrecords import config as config_lib
+from video_tfrecords.build import distributed
+from video_tfrecords.video_tfrecords_dataset_builder import Builder
+
+__all__ = ["build", "main", "session"]
+
+log = logging.getLogger(__name__)
+CONFIGS = {c.name: c for c in Builder.BUILDER_CONFIGS}
+
+
+def build(
+    spark,
+    manual_dir: str,
+    data_dir: str,
+    config: str | config_lib.VideoConfig = "default",
+    *,
+    file_format: str | None = None,
+    download_config: tfds.download.DownloadConfig | None = None,
+) -> str:
+    """Builds the dataset of `manual_dir` into `data_dir` with the `spark` session's cluster;
+    returns the dataset folder (`data_dir/video_tfrecords/CONFIG/VERSION`).
+
+    `config`: a config name (`default`, `native`), its JSON, or a `VideoConfig`.
+    `file_format`: "tfrecord" (the default) or "array_record". `download_config`: TFDS's,
+    for its shard sizes (`min_shard_size`, `max_shard_size`, `num_shards`).
+    """
+    data_dir = distributed.absolute(data_dir)  # the builder's folders, as every executor sees them
+    builder = Builder(config=video_config(config), data_dir=data_dir, file_format=file_format)
+    context = spark.sparkContext
+    folder = distributed.build(
+        builder,
+        manual_dir,
+        data_dir,
+        functools.partial(spark_map, context),
+        cores=context.defaultParallelism,
+        download_config=download_config,
+    )
+    return os.fspath(folder)
+
+
+def video_config(config: str | config_lib.VideoConfig) -> config_lib.VideoConfig:
+    """A config by name, or from its JSON (as `tfds build --config` takes it)."""
+    if isinstance(config, config_lib.VideoConfig):
+        return config
+    if config.lstrip().startswith("{"):
+        return config_lib.VideoConfig(**json.loads(config))
+    if config not in CONFIGS:
+        raise ValueError(
+            f"no config {config!r}: one of {', '.join(CONFIGS)}, or a JSON VideoConfig"
+        )
+    return CONFIGS[config]
+
+
+def spark_map(context, fn: Callable[[list, int], list], groups: list[list]) -> list:
+    """`fn(group, attempt)` for every group, one Spark task each; the results, in one list."""
+    if not groups:
+        return []
+    rdd = context.parallelize(groups, len(groups))  # one group per partition
+    return rdd.mapPartitions(functools.partial(_run_partition, fn)).collect()
+
+
+def _run_partition(fn: Callable[[list, int], list], groups: Iterable[list]) -> Iterator:
+    """A task: its group's results, told which attempt of the task this is."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    attempt = context.attemptNumber() if context is not None else 0
+    for group in groups:
+        yield from fn(group, attempt)
+
+
+def session(master: str | None = None):
+    """A SparkSession: on `master`, else as Spark's configuration says, else `local[*]`.
+
+    A session this process starts on a local master runs its Python workers with this
+    Python (so a virtualenv need not be active), unless PYSPARK_PYTHON says otherwise.
+    """
+    from pyspark.sql import SparkSession
+
+    launching = "PYSPARK_GATEWAY_PORT" not in os.environ  # not under spark-submit
+    if launching and (master is None or master.startswith("local")):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("video_tfrecords build")
+    if master:
+        builder = builder.master(master)
+    return builder.getOrCreate()
+
+
+def main(argv: list[str] | None = None) -> str:
+    parser = argparse.ArgumentParser(
+        prog="python -m video_tfrecords.spark_build",
+        description="Build a video_tfrecords dataset on Spark.",
+    )
+    parser.add_argument("--manual_dir", required=True, help="the folder of the manifests")
+    parser.add_argument(
+        "--data_dir",
+        default=None,
+        help="TFDS data dir (default: TFDS_DATA_DIR or ~/tensorflow_datasets)",
+    )
+    parser.add_argument("--config", default="default", help="a config name or a JSON VideoConfig")
+    parser.add_argument("--master", default=None, help="Spark master URL (default: Spark's own)")
+    parser.add_argument("--file_format", default=None, choices=["tfrecord", "array_record"])
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    data_dir = args.data_dir or tfds.core.constants.get_default_data_dir()
+    config = video_config(args.config)  # a bad config stops before Spark starts
+    start = time.perf_counter()
+    spark = session(args.master)
+    log.info(
+        "Spark started in %.1f s on %s (%d cores)",
+        time.perf_counter() - start,
+        spark.sparkContext.master,
+        spark.sparkContext.defaultParallelism,
+    )
+    start = time.perf_counter()
+    folder = build(spark, args.manual_dir, data_dir, config, file_format=args.file_format)
+    log.info("Built %s in %.1f s", folder, time.perf_counter() - start)
+    return folder
+
+
+if __name__ == "__main__":
+    main()
