@@ -141,7 +141,6 @@ def test_tfds_build_without_a_manual_dir_says_which_folder_it_wanted(tmp_path):
     assert result.returncode != 0
     assert f"Its manual dir {tmp_path}/downloads/manual does not exist" in result.stderr
     assert "train.txt" in result.stderr
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_ctrl_c_says_how_many_videos_are_kept_and_the_rerun_resumes(tmp_path):

@@ -118,8 +118,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         self._use_beam = bool(config.beam_runner or config.beam_options)
         self._cache_dir = None
         self._outcomes = None  # the local build's worker pool, as a generator of outcomes
-        if not self.is_prepared():
-            self._check_manual_dir(config.manual_dir or self._default_manual_dir(download_dir))
+        self._manual_dir = config.manual_dir or self._default_manual_dir(download_dir)
         try:
             super().download_and_prepare(
                 download_dir=download_dir, download_config=config, **kwargs
@@ -159,12 +158,11 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         downloads = download_dir or epath.Path(self.data_dir_root) / "downloads"
         return epath.Path(downloads) / "manual"
 
-    def _check_manual_dir(self, manual_dir) -> None:
-        """Says which folder the build wanted and what goes in it, before TFDS makes folders."""
-        manual_dir = epath.Path(manual_dir)
-        if manual_dir.is_dir() and any(manual_dir.iterdir()):
-            return
-        raise FileNotFoundError(
+    def _no_manual_dir(self) -> FileNotFoundError:
+        """Which folder the build wanted and what goes in it (TFDS's own message names no
+        command)."""
+        manual_dir = epath.Path(self._manual_dir)
+        return FileNotFoundError(
             f"{self.info.full_name} is built from your own videos, and is not prepared in "
             f"{self.data_dir_root}. Its manual dir {manual_dir} "
             f"{'is empty' if manual_dir.is_dir() else 'does not exist'}. Build it with `tfds "
@@ -174,8 +172,12 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         )
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
+        try:
+            manual_dir = dl_manager.manual_dir
+        except AssertionError:  # TFDS's check: the manual dir is missing or empty
+            raise self._no_manual_dir() from None
         threads = parallel.threads_per_worker(self._num_workers())
-        tasks = self.plan(dl_manager.manual_dir, dl_manager.download_dir, threads)
+        tasks = self.plan(manual_dir, dl_manager.download_dir, threads)
         generate = self._generate_with_beam if self._use_beam else self._generate_examples
         return {split: generate(split_tasks) for split, split_tasks in tasks.items()}
 
