@@ -34,10 +34,12 @@ VIDEO_EXTENSIONS = (
 class ManifestError(ValueError):
     """One or more manifest lines are wrong; `problems` lists `FILE:LINE: reason`."""
 
+    WHAT = "in the manifests"  # what the problems are of, for the message
+
     def __init__(self, problems: Sequence[str]):
         self.problems = list(problems)
         super().__init__(
-            f"{len(self.problems)} problem(s) in the manifests:\n  " + "\n  ".join(self.problems)
+            f"{len(self.problems)} problem(s) {self.WHAT}:\n  " + "\n  ".join(self.problems)
         )
 
 

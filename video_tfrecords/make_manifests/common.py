@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from video_tfrecords.build.manifest import (
     MANIFEST_FILES,
     VIDEO_EXTENSIONS,
+    ManifestError,
     looks_like_video_file,
 )
 
@@ -27,14 +28,10 @@ SPLIT_FILES = {"train": "train.txt", "val": "val.txt", "test": "test.txt"}
 BUILDER_MANIFESTS = tuple(name for names in MANIFEST_FILES.values() for name in names)
 
 
-class AnnotationError(ValueError):
+class AnnotationError(ManifestError):
     """The annotations or videos cannot be converted; `problems` lists each, most as FILE:LINE."""
 
-    def __init__(self, problems: Sequence[str]):
-        self.problems = list(problems)
-        super().__init__(
-            f"{len(self.problems)} problem(s), nothing written:\n  " + "\n  ".join(self.problems)
-        )
+    WHAT = "in the annotations, nothing written"
 
 
 @dataclasses.dataclass(frozen=True)
