@@ -210,34 +210,57 @@ def test_array_record_build_has_the_same_examples(manual, plain_array_record, sp
     assert source[0]["video"].shape[0] == 2
 
 
-def worker_with_open(path: str) -> psutil.Process | None:
-    """The Spark Python worker (a process under this one) that has `path` open."""
+def python_workers() -> list[psutil.Process]:
+    """Spark's Python workers: the Python processes under this one (the JVM's children)."""
+    found = []
     for process in psutil.Process().children(recursive=True):
         try:
-            if any(f.path == path for f in process.open_files()):
-                return process
+            if "python" in process.name():
+                found.append(process)
         except psutil.Error:
             continue
-    return None
+    return found
+
+
+def has_open(process: psutil.Process, path: str) -> bool:
+    try:
+        return any(f.path == path for f in process.open_files())
+    except psutil.Error:
+        return False
 
 
 def test_a_worker_killed_mid_video_leaves_each_video_once(manual, plain, spark, tmp_path):
     """SIGKILL the Python worker encoding the big video: Spark retries its task, which reads
-    back what its group had finished and encodes the rest."""
-    killed = []
+    back what its group had finished and encodes the rest.
 
-    def kill_when_open():
+    The big video is caught by its cache entry, which is under way while a fourth segment is
+    written and no done.json yet (no other video has four segments); then the workers are
+    stopped (SIGSTOP) while the one that has the video open is found, so the catch does not
+    race the encoding (a tenth of a second)."""
+    killed = []
+    data_dir = tmp_path / "spark"
+    entries = data_dir / "downloads" / "video_tfrecords_cache" / NAME
+
+    def kill_when_encoding():
         deadline = time.monotonic() + 120
         while not killed and time.monotonic() < deadline:
-            worker = worker_with_open(str(manual / BIG))
-            if worker is not None:
-                worker.send_signal(signal.SIGKILL)
-                killed.append(worker.pid)
-            time.sleep(0.005)
+            under_way = [
+                p for p in entries.glob("*/*/00003.pickle") if not (p.parent / "done.json").exists()
+            ]
+            if under_way:
+                workers = python_workers()
+                for worker in workers:
+                    worker.send_signal(signal.SIGSTOP)
+                for worker in workers:
+                    if has_open(worker, str(manual / BIG)):
+                        worker.send_signal(signal.SIGKILL)
+                        killed.append(worker.pid)
+                for worker in workers:
+                    worker.send_signal(signal.SIGCONT)
+            time.sleep(0.001)
 
-    watcher = threading.Thread(target=kill_when_open, daemon=True)
+    watcher = threading.Thread(target=kill_when_encoding, daemon=True)
     watcher.start()
-    data_dir = tmp_path / "spark"
     spark_build.build(
         spark,
         str(manual),
