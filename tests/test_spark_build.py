@@ -23,7 +23,7 @@ from video_tfrecords.build import distributed, encoding, shards, spread
 
 NAME = "spark_test"
 CONFIG = {"name": NAME, "short_side": 32, "segment_frames": 8, "num_workers": 1}
-BIG = "big one.mp4"  # long enough (~1 s to encode) to be caught in the middle
+BIG = "big one.mp4"  # 400 frames, 50 segments: the only video whose cache entry gets a fourth
 SPLITS = ("train", "validation")
 
 
