@@ -23,6 +23,7 @@ BENCHMARKS = {  # name: script
     "resume": "resume.py",
     "storage_quality": "storage_quality.py",
     "deinterlace": "deinterlace_cost.py",
+    "audio": "audio_cost.py",
 }
 
 
