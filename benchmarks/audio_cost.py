@@ -20,11 +20,19 @@ import time
 
 import numpy as np
 
-import video_sets  # puts tests/ on the path
-import synthetic
+import video_sets  # puts tests/ on the path (video_sets.synthetic: the test videos' maker)
 from builds import build_dataset
 from timing import (
-    arguments, cpu_time, interleave, log, median, one_cpu, pin, ratio, settled, table,
+    arguments,
+    cpu_time,
+    interleave,
+    log,
+    median,
+    one_cpu,
+    pin,
+    ratio,
+    settled,
+    table,
 )
 
 RATE = 16000
@@ -72,11 +80,15 @@ def sources(out: str, videos: int, frames: int) -> list[str]:
     """The source videos (made once, kept) and a manual dir listing them."""
     folder = os.path.join(out, f"sources_{videos}x{frames}")
     os.makedirs(folder, exist_ok=True)
+    size = (video_sets.HEIGHT, video_sets.WIDTH)
     paths = [
-        write_av(os.path.join(folder, f"av{i}.mp4"),
-                 synthetic.moving_frames(frames, video_sets.HEIGHT, video_sets.WIDTH, i), i)
+        write_av(
+            os.path.join(folder, f"av{i}.mp4"),
+            video_sets.synthetic.moving_frames(frames, *size, i),
+            i,
+        )
         for i in range(videos)
-    ]  # fmt: skip
+    ]
     video_sets.video_set(os.path.join(folder, "manual"), paths)
     return paths
 
@@ -116,7 +128,10 @@ def build_part(paths: list[str], rounds: int) -> list[str]:
     seconds = sum(len(e["video"]) for e in examples) / 25
     jpeg = sum(len(f) for e in examples for f in e["video"]) / seconds
     audio = sum(e["audio"].nbytes for e in examples) / seconds
-    added = [(a - b) / (seconds / len(paths)) for a, b in zip(times["with audio"], times["without audio"])]
+    added = [
+        (a - b) / (seconds / len(paths))
+        for a, b in zip(times["with audio"], times["without audio"])
+    ]
     rows = [[
         f"{median(times['without audio']) * 1e3:.0f}", f"{median(times['with audio']) * 1e3:.0f}",
         ratio(times["with audio"], times["without audio"]), f"{median(added) * 1e3:.2f}",
@@ -125,10 +140,12 @@ def build_part(paths: list[str], rounds: int) -> list[str]:
     header = ["build ms / video, no audio", "with audio", "ratio", "audio's ms / s of video",
               "JPEG kB/s", "audio kB/s", "audio / JPEG"]  # fmt: skip
     return [
-        f"Build work per {len(examples[0]['video'])}-frame video (decode, resize to 256p, JPEG "
-        f"q90; with audio: AAC 48 kHz stereo decoded, resampled to {RATE} Hz mono, aligned), CPU "
-        f"ms on one core, median of {rounds} interleaved rounds; bytes stored per second of "
-        "video:",
+        (
+            f"Build work per {len(examples[0]['video'])}-frame video (decode, resize to 256p, "
+            f"JPEG q90; with audio: AAC 48 kHz stereo decoded, resampled to {RATE} Hz mono, "
+            f"aligned), CPU ms on one core, median of {rounds} interleaved rounds; bytes stored "
+            "per second of video:"
+        ),
         "",
         *table(header, rows),
     ]
@@ -153,7 +170,9 @@ def read_part(plain_dir: str, audio_dir: str, rounds: int) -> list[str]:
     def numpy(data_dir, config, audio):
         source = ClipSource("train", data_dir=data_dir, config=config, audio=audio, **CLIP)
         seeds = iter(range(10**9))
-        return lambda: [source.get(i % count, seed=next(seeds))["video"].shape for i in range(clips)]
+        return lambda: [
+            source.get(i % count, seed=next(seeds))["video"].shape for i in range(clips)
+        ]
 
     def graph(data_dir, config, audio):
         decoder = ClipDecoder(audio=audio, **CLIP)
@@ -169,10 +188,12 @@ def read_part(plain_dir: str, audio_dir: str, rounds: int) -> list[str]:
 
     def per_clip(read):
         """CPU s per clip of a pass, with what tf.data's threads do in the background for it."""
+
         def measure():
             start = settled()
             read()
             return (settled() - start) / clips
+
         return measure
 
     measures, count = {}, len(ClipSource("train", data_dir=audio_dir, config="av", num_frames=1))
@@ -190,11 +211,12 @@ def read_part(plain_dir: str, audio_dir: str, rounds: int) -> list[str]:
             spent = times[(path, name)]
             rows.append([path, name, f"{median(spent) * 1e3:.2f}", ratio(spent, base)])
     return [
-        f"The audio-visual recipe (16 frames, stride 4, fps=25, 2.56 s of {RATE} Hz mono audio; "
-        f"random 224 crop, flip), CPU ms per clip on one core, {count} records of 340x256 "
-        f"read {clips // count} times a round, "
-        f"median of {rounds} interleaved rounds; ratio to the plain build without audio (median "
-        "(min-max) of per-round ratios):",
+        (
+            f"The audio-visual recipe (16 frames, stride 4, fps=25, 2.56 s of {RATE} Hz mono "
+            f"audio; random 224 crop, flip), CPU ms per clip on one core, {count} records of "
+            f"340x256 read {clips // count} times a round, median of {rounds} interleaved rounds; "
+            "ratio to the plain build without audio (median (min-max) of per-round ratios):"
+        ),
         "",
         *table(["path", "dataset, clip", "ms / clip", "ratio"], rows),
     ]

@@ -11,6 +11,10 @@ must start in the clip's window where its flash frame's time says, within 3 ms.
 
 import dataclasses
 import os
+import pathlib
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -92,10 +96,13 @@ def manual_dir(tmp_path_factory):
 
 def build(manual, data_dir, name, **fields):
     builder = tfds.builder(
-        "video_tfrecords", data_dir=str(data_dir),
+        "video_tfrecords",
+        data_dir=str(data_dir),
         config=VideoConfig(name=name, audio_rate=RATE, num_workers=1, **fields),
     )
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=str(manual)))
+    builder.download_and_prepare(
+        download_config=tfds.download.DownloadConfig(manual_dir=str(manual))
+    )
     return builder
 
 
@@ -130,7 +137,9 @@ def test_the_stored_audio_plays_each_tone_at_its_flash_frames_time(whole):
     audio = example["audio"]
     assert audio.dtype == np.int16 and audio.shape == (NUM_FRAMES * RATE // FPS, 1)
     assert example["has_audio"] and example["audio_rate"] == RATE
-    np.testing.assert_allclose(onsets(audio[:, 0] / 32768), [f / FPS for f in FLASHES], atol=TOLERANCE)
+    np.testing.assert_allclose(
+        onsets(audio[:, 0] / 32768), [f / FPS for f in FLASHES], atol=TOLERANCE
+    )
     assert np.abs(audio[: int(0.47 * RATE)]).max() <= 3  # before the audio starts: silence
     assert whole.info.metadata["notes"] == []
 
@@ -153,7 +162,9 @@ def test_segments_carry_their_own_part_of_the_audio(whole, segmented):
         assert example["audio"].shape == (frames * RATE // FPS, 1)
         start = example["timestamps"][0]
         found = [start + t for t in onsets(example["audio"][:, 0] / 32768)]
-        inside = [f / FPS for f in FLASHES if start + QUIET < f / FPS < start + frames / FPS - QUIET]
+        inside = [
+            f / FPS for f in FLASHES if start + QUIET < f / FPS < start + frames / FPS - QUIET
+        ]
         np.testing.assert_allclose(found, inside, atol=TOLERANCE)
     joined = np.concatenate([e["audio"] for _, e in parts])
     np.testing.assert_array_equal(joined, stored(whole)[("tones.mp4", 0)]["audio"])
@@ -164,7 +175,9 @@ def encoded(path, **fields) -> tuple[list[dict], dict]:
     entry = manifest.Entry("train.txt", 1, os.path.basename(path), "a")
     config = VideoConfig(name="x", audio_rate=RATE, **fields)
     examples = []
-    summary = encoding.encode_video(encoding.Task("train", entry, 0, str(path), config, ""), examples.append)
+    summary = encoding.encode_video(
+        encoding.Task("train", entry, 0, str(path), config, ""), examples.append
+    )
     return examples, summary
 
 
@@ -187,7 +200,9 @@ def test_frame_choices_keep_the_audio_of_the_kept_span(manual_dir, fields, span)
 
 
 def test_stereo_keeps_both_channels(tmp_path):
-    path = videos.flashes_and_tones(tmp_path / "stereo.mkv", num_frames=50, flashes=[20], channels=2)
+    path = videos.flashes_and_tones(
+        tmp_path / "stereo.mkv", num_frames=50, flashes=[20], channels=2
+    )
     (example,), _ = encoded(path, audio_channels=2)
     audio = example["audio"] / 32768
     assert audio.shape == (2 * RATE, 2)
@@ -205,7 +220,9 @@ def test_audio_that_ends_early_is_padded_with_silence(tmp_path):
     assert not audio[int(2.05 * RATE) :].any()
 
 
-def test_a_damaged_audio_stream_keeps_the_video_notes_it_and_silences_the_loss(manual_dir, tmp_path):
+def test_a_damaged_audio_stream_keeps_the_video_notes_it_and_silences_the_loss(
+    manual_dir, tmp_path
+):
     # Packets 52 and 53 hold [1.587, 1.630) s: the whole tone of the flash at frame 40 (1.6 s).
     path = videos.damaged_audio(manual_dir / "tones.mp4", tmp_path / "damaged.mp4", [52, 53])
     (example,), summary = encoded(path)
@@ -226,8 +243,14 @@ CLIPS = [
     {"num_frames": 6, "stride": 2, "mode": "uniform", "num_clips": 4},
     {"num_frames": 8, "stride": 2, "fps": 12.5},  # ticks of the time grid: even frames
     # Three test crops: boxes of the frames' full width (the index's bits), each view its audio.
-    {"num_frames": 8, "stride": 2, "crop_size": (32, 96), "num_crops": 3, "mode": "uniform",
-     "num_clips": 3},
+    {
+        "num_frames": 8,
+        "stride": 2,
+        "crop_size": (32, 96),
+        "num_crops": 3,
+        "mode": "uniform",
+        "num_clips": 3,
+    },
 ]
 
 
@@ -274,8 +297,11 @@ def test_clip_dataset_batches_video_and_audio(whole):
     dataset = clip_dataset("train", data_dir=whole.data_dir_root, builder_kwargs={"config": "av"},
                            batch_size=2, seed=3, audio=True, dtype=tf.uint8, **clip)  # fmt: skip
     inputs, labels = dataset.element_spec
-    assert inputs["video"].shape == (2, 16, 64, 96, 3)
-    assert inputs["audio"].shape == (2, 16 * 4 * RATE // FPS, 1) and inputs["audio"].dtype == tf.float32
+    assert inputs["video"].shape == (2, 16, 64, 96, 3) and labels.shape == (2,)
+    assert (
+        inputs["audio"].shape == (2, 16 * 4 * RATE // FPS, 1)
+        and inputs["audio"].dtype == tf.float32
+    )
     tones = checked = 0
     for batch, label in dataset.take(6):
         for clip_frames, sound, which in zip(batch["video"].numpy(), batch["audio"].numpy(), label):
@@ -316,6 +342,36 @@ def test_a_short_video_loops_its_frames_and_its_window_runs_on_into_silence(tmp_
     assert sound.shape == (32 * RATE // FPS,)
     np.testing.assert_allclose(onsets(sound), [5 / FPS], atol=TOLERANCE)  # the loop is silent
     assert not sound[int(20 / FPS * RATE) :].any()
+
+
+README_RUNNER = textwrap.dedent(
+    """
+    import re, sys
+    import numpy as np
+    import tensorflow_datasets as tfds
+
+    readme = open(sys.argv[1], encoding="utf-8").read()
+    (block,) = [b for b in re.findall(r"```python\\n(.*?)```", readme, re.S) if "audio=True" in b]
+    names = {"tfds": tfds}
+    exec(block, names)
+    inputs, labels = next(iter(names["train"]))
+    print("train", inputs["video"].shape, inputs["audio"].shape, labels.shape)
+    example = next(iter(tfds.as_numpy(names["ds"])))
+    np.testing.assert_array_equal(example["audio"], names["clip"]["audio"])
+    np.testing.assert_array_equal(example["video"], names["clip"]["video"])
+    print("clip", names["clip"]["audio"].shape, names["clip"]["audio"].dtype)
+    """
+)
+
+
+def test_the_readme_audio_recipe_runs_as_written(whole):
+    readme = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+    env = {**os.environ, "TFDS_DATA_DIR": whole.data_dir_root, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    done = subprocess.run([sys.executable, "-c", README_RUNNER, str(readme)], env=env,
+                          capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "train (8, 16, 224, 224, 3) (8, 40960, 1) (8,)" in done.stdout
+    assert "clip (40960, 1) float32" in done.stdout
 
 
 # -- what is refused, and what stays as it was ------------------------------------------------

@@ -58,7 +58,9 @@ class AudioDamage:
             count = self.packets_with_errors
             parts.append(f"{count} audio packet{'' if count == 1 else 's'} with decode errors")
         if self.samples_lost:
-            parts.append(f"{self.samples_lost / self.rate * 1000:.0f} ms of audio lost, stored silent")
+            parts.append(
+                f"{self.samples_lost / self.rate * 1000:.0f} ms of audio lost, stored silent"
+            )
         return "; ".join(parts) or None
 
 

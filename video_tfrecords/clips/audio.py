@@ -18,7 +18,13 @@ import numpy as np
 from video_tfrecords.clips import backends
 
 __all__ = [
-    "SCALE", "cut_np", "cut_tf", "pcm_view", "window_length", "window_np", "window_starts",
+    "SCALE",
+    "cut_np",
+    "cut_tf",
+    "pcm_view",
+    "window_length",
+    "window_np",
+    "window_starts",
     "window_tf",
 ]
 
@@ -48,7 +54,9 @@ def window_starts(ops, indices, timestamps, source_fps, rate):
             raise ValueError("audio=True needs each video's timestamps (or its stored frame rate).")
         return ops.floor_i64(ops.f64(first) / ops.f64(source_fps) * rate + 0.5)
     times = ops.f64(timestamps)
-    return ops.floor_i64(ops.gather(times, first) * rate + 0.5) - ops.floor_i64(times[0] * rate + 0.5)
+    return ops.floor_i64(ops.gather(times, first) * rate + 0.5) - ops.floor_i64(
+        times[0] * rate + 0.5
+    )
 
 
 def _missing(samples, rate):
