@@ -83,8 +83,7 @@ def window_tf(spec, indices, samples, rate, timestamps, source_fps):
     ops = backends.tf_ops()
     length = window_length(ops, spec, rate, source_fps)
     starts = window_starts(ops, indices, timestamps, source_fps, rate)
-    windows = cut_tf(samples, starts, length, spec.num_views)
-    return windows if spec.multi_clip else windows[0]
+    return cut_tf(samples, starts, length, spec.num_views, views_axis=spec.multi_clip)
 
 
 def pcm_view(data, channels: int) -> np.ndarray:
@@ -112,8 +111,13 @@ def cut_np(samples: np.ndarray, starts, length: int, out=None) -> np.ndarray:
     return out
 
 
-def cut_tf(samples, starts, length, num_views: int):
-    """`cut_np` in a TF graph: float32 [num_views, length, channels] from int16 `samples`."""
+def cut_tf(samples, starts, length, num_views: int, *, views_axis: bool = True):
+    """`cut_np` in a TF graph: float32 [num_views, length, channels] from int16 `samples`
+    ([length, channels] for one view without `views_axis`).
+
+    Each window is one slice of the samples, padded only past their end (TF's pad forwards a
+    window that needs none), then converted: no stacked copy for a single view.
+    """
     tf = backends.tf_ops().tf
     samples = tf.convert_to_tensor(samples)
     length = tf.cast(length, tf.int64)
@@ -122,7 +126,9 @@ def cut_tf(samples, starts, length, num_views: int):
         piece = samples[start : start + length]  # clamped at the end of the audio
         missing = length - tf.shape(piece, out_type=tf.int64)[0]
         windows.append(tf.pad(piece, tf.stack([tf.stack([0, missing]), [0, 0]])))
-    audio = tf.cast(tf.stack(windows), tf.float32) * SCALE
+    if views_axis:
+        windows = [tf.stack(windows)] if num_views > 1 else [windows[0][None]]
+    audio = tf.cast(windows[0], tf.float32) * SCALE
     static = tf.get_static_value(length)
-    channels = samples.shape[-1]
-    return tf.ensure_shape(audio, [num_views, None if static is None else int(static), channels])
+    shape = [None if static is None else int(static), samples.shape[-1]]
+    return tf.ensure_shape(audio, [num_views, *shape] if views_axis else shape)
