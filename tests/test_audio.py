@@ -199,6 +199,15 @@ def test_frame_choices_keep_the_audio_of_the_kept_span(manual_dir, fields, span)
     assert summary["fields"]["has_audio"] and summary["damage"] is None
 
 
+@pytest.mark.parametrize(("name", "codec"), [("flac.mkv", "flac"), ("pcm.mov", "pcm_s16le")])
+def test_lossless_audio_lands_on_its_sample(tmp_path, name, codec):
+    # A tone's first sample above the threshold is 0.04 ms after its onset: the next sample.
+    path = videos.flashes_and_tones(tmp_path / name, num_frames=100, flashes=[20, 60], codec=codec)
+    (example,), _ = encoded(path)
+    found = onsets(example["audio"][:, 0] / 32768)
+    np.testing.assert_allclose(found, [20 / FPS + 1 / RATE, 60 / FPS + 1 / RATE], atol=1e-6)
+
+
 def test_stereo_keeps_both_channels(tmp_path):
     path = videos.flashes_and_tones(
         tmp_path / "stereo.mkv", num_frames=50, flashes=[20], channels=2
