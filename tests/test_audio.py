@@ -194,8 +194,8 @@ def test_frame_choices_keep_the_audio_of_the_kept_span(manual_dir, fields, span)
     (example,), summary = encoded(manual_dir / "tones.mp4", **fields)
     audio = example["audio"]
     assert audio.shape == (round(span * RATE), 1), fields
-    np.testing.assert_allclose(onsets(audio[:, 0] / 32768),
-                               [f / FPS for f in FLASHES if f / FPS < span], atol=TOLERANCE)  # fmt: skip
+    kept = [f / FPS for f in FLASHES if f / FPS < span]
+    np.testing.assert_allclose(onsets(audio[:, 0] / 32768), kept, atol=TOLERANCE)
     assert summary["fields"]["has_audio"] and summary["damage"] is None
 
 
@@ -320,6 +320,15 @@ def test_clip_dataset_batches_video_and_audio(whole):
             else:
                 assert not sound.any()
     assert tones >= 3 and checked >= 3
+
+
+def test_a_batch_of_windows_of_different_lengths_says_to_pass_fps():
+    from video_tfrecords import input_pipeline
+
+    batch = input_pipeline._stacked_audio(None, 0, 2, {"audio": np.zeros((100, 1), np.float32)})
+    with pytest.raises(ValueError, match="one length: video `b.mp4` .* pass fps="):
+        longer = {"audio": np.zeros((120, 1)), "filename": "b.mp4"}
+        input_pipeline._stacked_audio(batch, 1, 2, longer)
 
 
 def test_segments_and_read_time_fps_keep_clips_aligned(segmented):

@@ -28,9 +28,10 @@ class ClipSource:
     `source[i]` is a dict: "video" (uint8 [T, H, W, 3], or [num_clips, T, H, W, 3]),
     "label" (int), "filename" (str), and the dataset's other scalar features
     (NumPy scalars, or str); with `audio=True`, "audio": float32 in [-1, 1],
-    [S, channels] (or [num_clips, S, channels]), the clip's window (`ClipSpec`). Only the clip's frames are decoded. A "video" of 32 MiB
-    or more (10x3 test views) is memory this process reuses once nothing refers to
-    that array or any view of it (`buffers`): copy it before passing its address on.
+    [S, channels] (or [num_clips, S, channels]), the clip's window (`ClipSpec`).
+    Only the clip's frames are decoded. A "video" of 32 MiB or more (10x3 test
+    views) is memory this process reuses once nothing refers to that array or any
+    view of it (`buffers`): copy it before passing its address on.
 
     Args:
         split: a split name ("train", "validation", "test").
@@ -227,7 +228,7 @@ class ClipSource:
         """The examples in order, at the source's epoch."""
         return (self[i] for i in range(len(self)))
 
-    def get(self, index, *, seed: int | None, out: np.ndarray | None = None, audio_out=None) -> dict:
+    def get(self, index, *, seed: int | None, out: np.ndarray | None = None, audio_out=None):
         """`source[index]` with the clip drawn with `seed` (None: fresh) instead of the source's.
 
         For a reader that serves several epochs at once (`clip_dataset`): the source's
@@ -235,8 +236,7 @@ class ClipSource:
         shape to decode into (returned as "video"); `audio_out`: a float32 one for "audio".
         """
         record_index, _ = self._locate(index)
-        record = self.reader.read(record_index)
-        return self._example(record_index, record, seed, out, audio_out)
+        return self._example(record_index, self.reader.read(record_index), seed, out, audio_out)
 
     def __getitems__(self, indices) -> list[dict]:
         """Several examples at once (PyTorch's DataLoader and Grain call this for a batch).
