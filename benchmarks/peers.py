@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-import peer_sources
 
 import builds
+import peer_sources
 from timing import HERE, ROOT, arguments, interleave, log, median, one_cpu, ratio, table
 
 SEED = 20261123

@@ -18,9 +18,9 @@ import time
 from functools import partial
 
 import numpy as np
-import peer_sources
 import peers
 
+import peer_sources
 from timing import arguments, cpu_time, interleave, log, median, one_cpu, pin, ratio, table
 
 SEED = 11

@@ -24,6 +24,7 @@ BENCHMARKS = {  # name: script
     "storage_quality": "storage_quality.py",
     "deinterlace": "deinterlace_cost.py",
     "spark": "spark_scaling.py",
+    "audio": "audio_cost.py",
 }
 
 

@@ -6,9 +6,9 @@ import re
 
 import numpy as np
 import pytest
-import synthetic
 import tensorflow_datasets as tfds
 
+import synthetic
 import videos
 from conftest import psnr
 from video_tfrecords import VideoConfig

@@ -49,6 +49,8 @@ RUNNER = textwrap.dedent(
     for block in re.findall(r"```python\\n(.*?)```", readme, re.S):
         if not any(call in block for call in ("tfds.load(", "ClipSource(", "clip_dataset(")):
             continue
+        if "audio=True" in block:  # needs a build with audio: tests/test_audio.py runs it
+            continue
         names = {}
         exec(block, names)
         for name, value in names.items():

@@ -505,3 +505,112 @@ def patched(path, out, old: bytes, new: bytes) -> str:
     assert old in data, f"{old!r} not in {path}"
     pathlib.Path(out).write_bytes(data.replace(old, new))
     return str(out)
+
+
+# -- audio with the frames ---------------------------------------------------------------------------
+
+TONE_SECONDS = 0.03  # each burst: a 1 kHz tone at half of full scale, shorter than a frame
+TONE_AMPLITUDE = 0.5
+
+
+def flash_frame(index: int, flash: bool, height: int = 64, width: int = 96) -> np.ndarray:
+    """An RGB frame: the top half white on a flash, dark grey otherwise; the bottom half the
+    frame's index in 8 bits, a column of width / 8 px per bit (most significant first)."""
+    frame = np.full((height, width, 3), 60, np.uint8)
+    frame[: height // 2] = 255 if flash else 60
+    column = width // 8
+    for bit in range(8):
+        on = index >> (7 - bit) & 1
+        frame[height // 2 :, bit * column : (bit + 1) * column] = 230 if on else 20
+    return frame
+
+
+def frame_index(rgb: np.ndarray) -> int:
+    """The index `flash_frame` wrote into a (decoded, maybe resized) frame."""
+    height, width = rgb.shape[:2]
+    rows = rgb[height * 5 // 8 : height * 7 // 8].mean(axis=(0, 2))
+    column = width / 8
+    bits = [rows[int(bit * column + column / 4) : int((bit + 1) * column - column / 4)].mean()
+            for bit in range(8)]  # fmt: skip
+    return int("".join("1" if b > 125 else "0" for b in bits), 2)
+
+
+def is_flash(rgb: np.ndarray) -> bool:
+    """Whether a decoded frame of `flash_frame` is a flash (its top half white)."""
+    return rgb[: rgb.shape[0] // 2].mean() > 200
+
+
+def tones(num_samples: int, rate: int, onsets: list[float], start: float = 0.0) -> np.ndarray:
+    """float32 [num_samples]: silence with a burst of 1 kHz tone starting at each onset
+    (seconds; sample i of the signal is at start + i / rate)."""
+    times = start + np.arange(num_samples) / rate
+    signal = np.zeros(num_samples, np.float32)
+    for onset in onsets:
+        inside = (times >= onset - 1e-9) & (times < onset + TONE_SECONDS)
+        signal[inside] = TONE_AMPLITUDE * np.sin(2 * np.pi * 1000 * (times[inside] - onset))
+    return signal
+
+
+def flashes_and_tones(
+    path, *, num_frames: int, flashes, fps: int = 25, audio_start: float = 0.5,
+    audio_end: float | None = None, rate: int = 48000, codec: str = "aac", channels: int = 1,
+) -> str:
+    """An mp4 (or the container of `path`'s extension): H.264 frames at `fps` (`flash_frame`)
+    that flash white at the frames `flashes`, and an audio stream (`codec`, `rate`) whose
+    first sample plays at `audio_start` s and last before `audio_end` (default: the video's
+    end), silent but for a tone burst starting exactly at each flash frame's time f / fps.
+    `channels` 2: the same tone in both. `audio_start` None: no audio stream at all.
+    """
+    duration = num_frames / fps
+    with av.open(str(path), "w") as container:
+        video = container.add_stream("libx264", rate=fps)
+        video.width, video.height, video.pix_fmt = 96, 64, "yuv420p"
+        video.options = QUALITY["libx264"]
+        audio = None
+        if audio_start is not None:
+            audio = container.add_stream(codec, rate=rate)
+            audio.layout = "mono" if channels == 1 else "stereo"
+            audio.codec_context.time_base = fractions.Fraction(1, rate)
+        for index in range(num_frames):
+            frame = av.VideoFrame.from_ndarray(flash_frame(index, index in flashes), "rgb24")
+            frame.pts = index
+            container.mux(video.encode(frame))
+        container.mux(video.encode())
+        if audio is None:
+            return str(path)
+        first = round(audio_start * rate)
+        count = round((duration if audio_end is None else audio_end) * rate) - first
+        signal = tones(count, rate, [f / fps for f in flashes], start=first / rate)
+        pcm = (np.tile(signal[None], (channels, 1)) * 32767).astype(np.int16)
+        pcm = pcm.T.reshape(1, -1)  # packed: interleaved channels
+        size = audio.codec_context.frame_size or 1024
+        for at in range(0, count, size):
+            chunk = np.ascontiguousarray(pcm[:, at * channels : (at + size) * channels])
+            frame = av.AudioFrame.from_ndarray(chunk, format="s16", layout=audio.layout.name)
+            frame.sample_rate, frame.time_base = rate, fractions.Fraction(1, rate)
+            frame.pts = first + at
+            container.mux(audio.encode(frame))
+        container.mux(audio.encode())
+    return str(path)
+
+
+def damaged_audio(path, out, packets: list[int]) -> str:
+    """A copy of `path` (one video and one audio stream) whose audio packets `packets` (their
+    order in the file) hold garbage instead of their data: a decoder rejects them."""
+    garbage = np.random.default_rng(0)
+    with av.open(str(path)) as source, av.open(str(out), "w") as container:
+        streams = {s.index: container.add_stream_from_template(s) for s in source.streams}
+        audio_index = source.streams.audio[0].index
+        seen = 0
+        for packet in source.demux():
+            if packet.dts is None:
+                continue
+            if packet.stream.index == audio_index:
+                if seen in packets:
+                    damaged = av.Packet(garbage.bytes(packet.size))
+                    damaged.pts, damaged.dts, damaged.time_base = packet.pts, packet.dts, packet.time_base
+                    packet = damaged
+                seen += 1
+            packet.stream = streams[packet.stream.index if packet.stream else audio_index]
+            container.mux(packet)
+    return str(out)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from video_tfrecords.clips import audio as clip_audio
 from video_tfrecords.clips import decode_np, keys
 from video_tfrecords.clips.spec import ClipSpec, is_int
 from video_tfrecords.records import dataset_files, example_parser, shard_reader
@@ -26,9 +27,11 @@ class ClipSource:
 
     `source[i]` is a dict: "video" (uint8 [T, H, W, 3], or [num_clips, T, H, W, 3]),
     "label" (int), "filename" (str), and the dataset's other scalar features
-    (NumPy scalars, or str). Only the clip's frames are decoded. A "video" of 32 MiB
-    or more (10x3 test views) is memory this process reuses once nothing refers to
-    that array or any view of it (`buffers`): copy it before passing its address on.
+    (NumPy scalars, or str); with `audio=True`, "audio": float32 in [-1, 1],
+    [S, channels] (or [num_clips, S, channels]), the clip's window (`ClipSpec`).
+    Only the clip's frames are decoded. A "video" of 32 MiB or more (10x3 test
+    views) is memory this process reuses once nothing refers to that array or any
+    view of it (`buffers`): copy it before passing its address on.
 
     Args:
         split: a split name ("train", "validation", "test").
@@ -104,6 +107,7 @@ class ClipSource:
                 f"{self.dataset_dir}/features.json has no {', '.join(missing)} feature: "
                 "not a video_tfrecords dataset."
             )
+        self.audio_channels = self._audio_channels()
         self.split = split
         shards = dataset_files.split_shards(self.dataset_dir, split, info)
         # With each frame's checksum stored, a read checks the frames it decodes, and a first
@@ -123,6 +127,29 @@ class ClipSource:
         self.label_names = dataset_files.read_label_names(self.dataset_dir)
         self._epoch = 0
         self._new_fingerprint_cache()
+
+    def _audio_channels(self) -> int | None:
+        """The stored audio's channels, with `audio=True`; an error if the dataset has none."""
+        if not self.spec.audio:
+            return None
+        feature = self.features.get("audio")
+        if feature is None or not feature.shape or len(feature.shape) != 2:
+            raise ValueError(
+                f"audio=True, but {self.dataset_dir} stores no audio: build it with "
+                "VideoConfig(audio_rate=16000) (any rate), e.g. --config "
+                "'{\"name\": \"av\", \"audio_rate\": 16000}'."
+            )
+        return int(feature.shape[1])
+
+    @property
+    def audio_rate(self) -> int | None:
+        """Samples per second of the stored audio (one rate per dataset, read from the first
+        record of the source's part); None without `audio=True` or records."""
+        if not self.spec.audio or not len(self):
+            return None
+        parsed = example_parser.parse_example(self.reader.read(self._range.start))
+        rate = parsed.get("audio_rate")
+        return None if rate is None or not len(rate) else int(rate[0])
 
     def _new_fingerprint_cache(self) -> None:
         """Room for each video's content fingerprint, hashed on its first seeded read here
@@ -201,15 +228,15 @@ class ClipSource:
         """The examples in order, at the source's epoch."""
         return (self[i] for i in range(len(self)))
 
-    def get(self, index, *, seed: int | None, out: np.ndarray | None = None) -> dict:
+    def get(self, index, *, seed: int | None, out: np.ndarray | None = None, audio_out=None):
         """`source[index]` with the clip drawn with `seed` (None: fresh) instead of the source's.
 
         For a reader that serves several epochs at once (`clip_dataset`): the source's
         own seed and epoch are left as they are. `out`: a uint8 array of the clip's
-        shape to decode into (returned as "video").
+        shape to decode into (returned as "video"); `audio_out`: a float32 one for "audio".
         """
         record_index, _ = self._locate(index)
-        return self._example(record_index, self.reader.read(record_index), seed, out)
+        return self._example(record_index, self.reader.read(record_index), seed, out, audio_out)
 
     def __getitems__(self, indices) -> list[dict]:
         """Several examples at once (PyTorch's DataLoader and Grain call this for a batch).
@@ -231,7 +258,7 @@ class ClipSource:
 
     _getitems = __getitems__  # Grain's name for batched reads
 
-    def _example(self, record_index: int, record, seed, out=None) -> dict:
+    def _example(self, record_index: int, record, seed, out=None, audio_out=None) -> dict:
         """The output dict of one record: the sampled clip and the scalar features."""
         where = lambda: f"{self.reader.where(record_index)}, split {self.split!r}"
         try:
@@ -254,6 +281,7 @@ class ClipSource:
             self.reader.check_outside_frames(record_index, record, parsed["video"], checksums)
         fingerprint = None if seed is None else self._fingerprint(record_index, frames, parsed)
         try:
+            sound = self._audio(parsed, lambda: f"video `{filename}` ({where()})", audio_out)
             video = decode_np.sample_np(
                 self.spec,
                 frames,
@@ -262,27 +290,48 @@ class ClipSource:
                 fingerprint=fingerprint,
                 out=out,
                 **self._times(parsed),
+                **sound,
             )
         except CorruptRecordError:
             raise  # names the video and its file already
         except ValueError as e:
             raise ValueError(f"{e} ({where()})") from e
-        example = {"video": video, "label": int(parsed["label"][0]), "filename": filename}
+        example = {"label": int(parsed["label"][0]), "filename": filename}
+        if self.spec.audio:
+            video, example["audio"] = video
+        example = {"video": video, **example}
         for name, feature in self._scalars.items():
             values = parsed.get(name)
             if values is not None and len(values):
                 example[name] = _scalar(feature, values)
         return example
 
-    def _times(self, parsed: dict) -> dict:
-        """The frames' timestamps (else the stored fps) when the clips are taken by time."""
-        if self.spec.fps is None:
+    def _audio(self, parsed: dict, where, audio_out) -> dict:
+        """With `audio=True`: the record's int16 samples (a view of its bytes) and their rate."""
+        if not self.spec.audio:
             return {}
+        values, rate = parsed.get("audio"), parsed.get("audio_rate")
+        if not isinstance(values, example_parser.ByteValues) or len(values) != 1 or rate is None:
+            raise CorruptRecordError(f"{where()} has no audio (or no audio_rate).")
+        try:
+            samples = clip_audio.pcm_view(values[0], self.audio_channels)
+        except ValueError as e:
+            raise CorruptRecordError(f"{where()}: {e}.") from None
+        return {"audio": samples, "audio_rate": int(rate[0]), "audio_out": audio_out}
+
+    def _times(self, parsed: dict) -> dict:
+        """The frames' timestamps (else the stored fps) when the clips are taken by time; with
+        audio both (its window lasts stored frame periods)."""
+        if self.spec.fps is None and not self.spec.audio:
+            return {}
+        times = {}
         timestamps = parsed.get("timestamps")
         if timestamps is not None and len(timestamps):
-            return {"timestamps": np.asarray(timestamps, np.float32)}
-        fps = parsed.get("fps")
-        return {"source_fps": float(fps[0]) if fps is not None and len(fps) else None}
+            times["timestamps"] = np.asarray(timestamps, np.float32)
+        if self.spec.audio or not times:
+            fps = parsed.get("fps")
+            times["source_fps"] = float(fps[0]) if fps is not None and len(fps) else None
+        return times
 
     def _fingerprint(self, record_index: int, frames, parsed: dict) -> int:
         """The video's `keys.video_fingerprint`: stored in the record (2.2.0 on, checked

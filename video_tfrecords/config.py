@@ -23,7 +23,12 @@ FRAME_FIELDS = (
     "jpeg_quality",
     "segment_frames",
     "deinterlace",
+    "audio_rate",
+    "audio_channels",
 )
+# Fields of FRAME_FIELDS that key the cache only when audio is stored: the cache entries of
+# a build without audio stay those of builds from before audio existed.
+AUDIO_FIELDS = ("audio_rate", "audio_channels")
 
 
 @dataclasses.dataclass(eq=False)
@@ -56,6 +61,11 @@ class VideoConfig(tfds.core.BuilderConfig):
       deinterlace: "auto" runs FFmpeg's bwdif on the frames FFmpeg flags
         interlaced (broadcast, DV, DVD), before any resize; False stores
         interlaced frames woven, as decoded. Times and frame count unchanged.
+      audio_rate: store the video's default audio stream (FFmpeg's pick) as int16
+        PCM at this many samples per second, resampled by FFmpeg and aligned to the
+        stored frames (sample i plays at i / audio_rate s on the `timestamps` clock);
+        `has_audio` says whether the video had any. None (the default) stores none.
+      audio_channels: 1 (mono, downmixed by FFmpeg) or 2 (stereo), with `audio_rate`.
       strict: stop the build at the first bad or damaged video instead of
         skipping it (or keeping it with a note).
       num_workers: processes that decode and encode videos in parallel during
@@ -74,6 +84,8 @@ class VideoConfig(tfds.core.BuilderConfig):
     jpeg_quality: int = 90
     segment_frames: int | None = 1000
     deinterlace: str | bool = "auto"
+    audio_rate: int | None = None
+    audio_channels: int = 1
     strict: bool = False
     num_workers: int = 0
     keep_cache: bool = False
@@ -96,7 +108,8 @@ class VideoConfig(tfds.core.BuilderConfig):
 
     def frame_fields(self) -> dict:
         """The fields that decide the stored frames (the cache key's part of the config)."""
-        return {field: getattr(self, field) for field in FRAME_FIELDS}
+        skipped = AUDIO_FIELDS if self.audio_rate is None else ()
+        return {field: getattr(self, field) for field in FRAME_FIELDS if field not in skipped}
 
 
 def _is_int(value) -> bool:
@@ -130,6 +143,10 @@ _RULES = {
     "num_workers": ("an int >= 0 (0: one per core)", lambda v: _is_int(v) and v >= 0),
     "keep_cache": ("true or false", lambda v: isinstance(v, bool)),
     "deinterlace": ('"auto" or False', lambda v: v is False or v == "auto"),
+    "audio_rate": (
+        "a positive int (samples per second) or None", lambda v: v is None or (_is_int(v) and v > 0)
+    ),
+    "audio_channels": ("1 (mono) or 2 (stereo)", lambda v: _is_int(v) and v in (1, 2)),
 }
 
 
@@ -142,6 +159,8 @@ def _problems(config: VideoConfig) -> list[str]:
     ]
     if config.fps is not None and config.num_frames is not None:
         problems.append("choose one of fps and num_frames")
+    if config.audio_rate is None and config.audio_channels != 1:
+        problems.append("audio_channels needs audio_rate (the samples per second to store)")
     return problems
 
 

@@ -76,12 +76,12 @@ class ClipDecoder(tfds.decode.Decoder):
     several views (clip-major); static T, crop size and channels (and frame
     size when the feature fixes it).
 
-    With `fps`, the clip depends on each frame's timestamp, which a TFDS
-    feature decoder does not see: load the video undecoded and map
-    `decode_features` over the examples instead:
+    With `fps` or `audio`, the clip depends on each frame's timestamp (and the
+    example's audio), which a TFDS feature decoder does not see: load the video
+    undecoded and map `decode_features` over the examples instead:
 
         ds = tfds.load(..., decoders={"video": tfds.decode.SkipDecoding()})
-        ds = ds.map(ClipDecoder(16, fps=30).decode_features)
+        ds = ds.map(ClipDecoder(16, fps=30, audio=True).decode_features)
     """
 
     def __init__(self, num_frames: int, **clip_args):
@@ -119,13 +119,17 @@ class ClipDecoder(tfds.decode.Decoder):
     # -- tfds.decode.Decoder hooks ----------------------------------------------
 
     def _no_time(self):
-        """A feature decoder cannot read timestamps: with `fps`, say what to do instead."""
-        if self.spec.fps is not None:
-            raise ValueError(
-                f"ClipDecoder(fps={self.spec.fps}) needs each video's timestamps, which a TFDS "
-                "feature decoder does not see: load with decoders={'video': "
-                "tfds.decode.SkipDecoding()} and map decoder.decode_features over the examples."
-            )
+        """A feature decoder cannot read timestamps nor audio: with `fps` or `audio`, say what
+        to do instead."""
+        needs = {"fps": "each video's timestamps", "audio": "each example's audio"}
+        for name, what in needs.items():
+            value = getattr(self.spec, name)
+            if value not in (None, False):
+                raise ValueError(
+                    f"ClipDecoder({name}={value}) needs {what}, which a TFDS feature decoder "
+                    "does not see: load with decoders={'video': tfds.decode.SkipDecoding()} "
+                    "and map decoder.decode_features over the examples."
+                )
 
     @_no_autograph
     def decode_batch_example(self, serialized_example):
@@ -153,25 +157,40 @@ class ClipDecoder(tfds.decode.Decoder):
     def decode_features(self, example: dict, seed=None) -> dict:
         """An example (loaded with the video undecoded) with its "video" replaced by the clip.
 
-        Reads "timestamps" (else "fps") for `fps`, and names the video by its
-        "filename" in errors.
+        Reads "timestamps" (else "fps") for `fps` and `audio`, and names the video by its
+        "filename" in errors. With `audio`, "audio" (int16 [N, C], as `tfds.load` gives
+        it) is replaced by the clip's window: float32 [S, C] or [num_views, S, C].
         """
         example = dict(example)
-        example["video"] = self.sample(
+        sound = {}
+        if self.spec.audio:
+            if "audio" not in example:
+                raise ValueError(
+                    "ClipDecoder(audio=True) needs examples with an 'audio' feature: a dataset "
+                    "built with VideoConfig(audio_rate=...)."
+                )
+            sound = {"audio": example["audio"], "audio_rate": example["audio_rate"]}
+        clip = self.sample(
             example["video"],
             seed,
             name=example.get("filename"),
             timestamps=example.get("timestamps"),
             source_fps=example.get("fps"),
+            **sound,
         )
+        if self.spec.audio:
+            example["video"], example["audio"] = clip
+        else:
+            example["video"] = clip
         return example
 
     # -- sampling ----------------------------------------------------------------
 
     @_no_autograph
     def sample(
-        self, frames, seed=None, *, name=None, timestamps=None, source_fps=None
-    ) -> tf.Tensor:
+        self, frames, seed=None, *, name=None, timestamps=None, source_fps=None, audio=None,
+        audio_rate=None,
+    ):
         """Samples and decodes clip(s) from a 1-D string tensor of JPEG frames.
 
         `seed`: an int or int tensor, or None for the decoder's own seed (fresh
@@ -179,7 +198,9 @@ class ClipDecoder(tfds.decode.Decoder):
         `fold_in(seed, epoch)` for new but replayable clips every epoch.
         `name`: optional string (tensor) naming the video in error messages,
         e.g. the example's `filename`; defaults to its content fingerprint.
-        `timestamps` (else `source_fps`): each frame's time, for `fps`.
+        `timestamps` (else `source_fps`): each frame's time, for `fps` and `audio`.
+        `audio`, `audio_rate`: with `audio=True`, the example's int16 samples [N, C] and
+        their rate; the result is then a pair (clip, audio window).
         """
         return decode_tf.sample_tf(
             self.spec,
@@ -189,14 +210,18 @@ class ClipDecoder(tfds.decode.Decoder):
             frame_shape=self._frame_shape(),
             timestamps=timestamps,
             source_fps=source_fps,
+            audio=audio,
+            audio_rate=audio_rate,
         )
 
     def sample_np(
-        self, frames, seed=None, *, name=None, timestamps=None, source_fps=None
-    ) -> np.ndarray:
-        """`sample` without TensorFlow: same frames, box, flip and pixels."""
+        self, frames, seed=None, *, name=None, timestamps=None, source_fps=None, audio=None,
+        audio_rate=None,
+    ):
+        """`sample` without TensorFlow: same frames, box, flip, pixels and audio."""
         return decode_np.sample_np(
-            self.spec, frames, seed, name=name, timestamps=timestamps, source_fps=source_fps
+            self.spec, frames, seed, name=name, timestamps=timestamps, source_fps=source_fps,
+            audio=audio, audio_rate=audio_rate,
         )
 
     @_no_autograph

@@ -24,6 +24,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from video_tfrecords.clip_source import ClipSource
+from video_tfrecords.clips import audio as clip_audio
 from video_tfrecords.clips import backends, keys
 from video_tfrecords.clips.spec import check_positive_int, is_int
 from video_tfrecords.records import buffers, dataset_files
@@ -128,7 +129,9 @@ def clip_dataset(
 
     Returns:
         A `tf.data.Dataset` of `(clip, label)` batches: clips [B, T, H, W, 3]
-        (or [B, num_clips, T, H, W, 3]), labels int64 [B].
+        (or [B, num_clips, T, H, W, 3]), labels int64 [B]. With `audio=True`,
+        `({"video": clip, "audio": audio}, label)`: audio float32 in [-1, 1],
+        [B, S, channels] (or [B, num_clips, S, channels]); S is static with `fps`.
     """
     if "seed" in clip_kwargs:
         raise ValueError("Pass seed= directly to clip_dataset.")
@@ -164,17 +167,22 @@ def clip_dataset(
             "to scale the frames first), or build with a fixed size (VideoConfig(size=(h, w)))."
         )
     clip_shape = source.spec.output_shape(frame_size)
-    reader = BatchReader(source, clip_shape, seeded=seed is not None)
+    audio_shape = _audio_shape(source)
+    reader = BatchReader(source, clip_shape, seeded=seed is not None, audio_shape=audio_shape)
     order = _epoch_orders(len(source), seed, training, num_epochs)
     batches = order.batch(batch_size, drop_remainder=training)
 
     def read(indices, seeds):
-        clips, labels = tf.numpy_function(
-            reader.read, [indices, seeds], (tf.uint8, tf.int64), stateful=seed is None
+        types = (tf.uint8, tf.int64) if audio_shape is None else (tf.uint8, tf.float32, tf.int64)
+        *arrays, labels = tf.numpy_function(
+            reader.read, [indices, seeds], types, stateful=seed is None
         )
-        clips.set_shape([batch_size if training else None, *clip_shape])
-        labels.set_shape(clips.shape[:1])
-        return clips, labels
+        arrays[0].set_shape([batch_size if training else None, *clip_shape])
+        labels.set_shape(arrays[0].shape[:1])
+        if audio_shape is None:
+            return arrays[0], labels
+        arrays[1].set_shape([*labels.shape, *audio_shape])
+        return {"video": arrays[0], "audio": arrays[1]}, labels
 
     if num_parallel_calls == tf.data.AUTOTUNE:
         num_parallel_calls = len(os.sched_getaffinity(0))  # one batch per core at a time
@@ -182,10 +190,26 @@ def clip_dataset(
     buffers.SHARED.keep_at_least(num_parallel_calls + 4)
     ds = batches.map(read, num_parallel_calls=num_parallel_calls, deterministic=True)
     if dtype == tf.float32:
-        ds = ds.map(lambda clips, labels: (tf.image.convert_image_dtype(clips, tf.float32), labels))
+        to_float = lambda clips: tf.image.convert_image_dtype(clips, tf.float32)
+        if audio_shape is None:
+            ds = ds.map(lambda clips, labels: (to_float(clips), labels))
+        else:
+            ds = ds.map(lambda x, labels: ({**x, "video": to_float(x["video"])}, labels))
     options = tf.data.Options()
     options.autotune.enabled = False  # its model re-tunes all the time for a fixed-cost map
     return ds.prefetch(1).with_options(options)
+
+
+def _audio_shape(source: ClipSource) -> list | None:
+    """A clip's audio shape [(views,) S, channels] (S known with `fps`), None without audio."""
+    if not source.spec.audio:
+        return None
+    spec, rate = source.spec, source.audio_rate
+    length = None
+    if spec.fps is not None and rate is not None:
+        length = int(clip_audio.window_length(backends.NP_OPS, spec, rate, None))
+    shape = [length, source.audio_channels]
+    return [spec.num_views, *shape] if spec.multi_clip else shape
 
 
 def _prepared_dir(name: str, data_dir, builder_kwargs) -> str:
@@ -229,14 +253,17 @@ def _epoch_orders(length: int, seed, training: bool, num_epochs) -> tf.data.Data
 class BatchReader:
     """Reads a batch of clips from a `ClipSource` into one reused, page-aligned array."""
 
-    def __init__(self, source: ClipSource, clip_shape, *, seeded: bool):
+    def __init__(self, source: ClipSource, clip_shape, *, seeded: bool, audio_shape=None):
         self.source = source
         self.clip_shape = None if None in clip_shape else tuple(clip_shape)  # when static
         self.seeded = seeded
         self.buffers = buffers.SHARED
+        self.audio = audio_shape is not None
+        self.audio_shape = None if not self.audio or None in audio_shape else tuple(audio_shape)
 
-    def read(self, indices: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(clips uint8 [B, ...], labels int64 [B]); errors are ValueErrors naming the video."""
+    def read(self, indices: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(clips uint8 [B, ...], labels int64 [B]), with audio (clips, audio float32 [B, ...],
+        labels); errors are ValueErrors naming the video."""
         with _Calls.lock:
             _Calls.running += 1
             _Calls.last = time.monotonic()
@@ -255,12 +282,17 @@ class BatchReader:
 
     def _read(self, indices, seeds):
         labels = np.empty(len(indices), np.int64)
-        clips = None
+        clips = sounds = None
         if self.clip_shape is not None:
             clips = self.buffers.take((len(indices), *self.clip_shape))
+        if self.audio_shape is not None:
+            sounds = np.empty((len(indices), *self.audio_shape), np.float32)
         for k, (index, seed) in enumerate(zip(indices.tolist(), seeds.tolist())):
             out = None if clips is None else clips[k]
-            example = self.source.get(index, seed=seed if self.seeded else None, out=out)
+            audio_out = None if sounds is None else sounds[k]
+            example = self.source.get(
+                index, seed=seed if self.seeded else None, out=out, audio_out=audio_out
+            )
             video = example["video"]
             if clips is None:
                 clips = self.buffers.take((len(indices), *video.shape))
@@ -271,7 +303,25 @@ class BatchReader:
                     f"gives {video.shape}, the batch's first {clips.shape[1:]}; set crop_size "
                     "or short_side, or build with a fixed `size`."
                 )
+            if self.audio:
+                sounds = _stacked_audio(sounds, k, len(indices), example)
             labels[k] = example["label"]
-        return clips, labels
+        return (clips, labels) if not self.audio else (clips, sounds, labels)
+
+
+def _stacked_audio(sounds, k: int, batch: int, example: dict) -> np.ndarray:
+    """The batch's audio with example k's in place (already, when decoded into it)."""
+    audio = example["audio"]
+    if sounds is None:
+        sounds = np.empty((batch, *audio.shape), np.float32)
+    elif audio.shape != sounds.shape[1:]:
+        raise ValueError(
+            f"Audio of one batch must have one length: video `{example['filename']}` gives "
+            f"{audio.shape}, the batch's first {sounds.shape[1:]} (stored frame rates differ: "
+            "pass fps= so that every window lasts the same time)."
+        )
+    if not np.shares_memory(audio, sounds[k]):
+        sounds[k] = audio
+    return sounds
 
 

@@ -48,6 +48,32 @@ def _scalar(dtype, doc: str) -> tfds.features.Scalar:
     return tfds.features.Scalar(dtype, doc=doc)
 
 
+def _audio_features(config: config_lib.VideoConfig) -> dict:
+    """The audio features of a config with `audio_rate` (none without: the features of
+    datasets built before audio existed).
+
+    A `Tensor` of int16, shape (samples, channels), stored as one bytes value
+    (encoding="bytes"): 2 bytes a sample where an int64 list takes up to 10 (a negative
+    varint), and a reader cuts a clip's window from a view of the record's bytes without
+    parsing the rest; `tfds.load` gives it as an int16 tensor. Not `tfds.features.Audio`:
+    in TFDS 4.9.10 it hands an array to the writer unencoded, so it can store int16 only
+    as an int64 list.
+    """
+    if config.audio_rate is None:
+        return {}
+    return {
+        "audio": tfds.features.Tensor(
+            shape=(None, config.audio_channels),
+            dtype=np.int16,
+            encoding="bytes",
+            doc="The video's default audio stream, int16 PCM; sample i plays at "
+            "timestamps[0] + i / audio_rate s (silence where the video has none).",
+        ),
+        "has_audio": _scalar(np.bool_, "Whether the video has an audio stream FFmpeg decodes."),
+        "audio_rate": _scalar(np.int32, "Samples per second of `audio`."),
+    }
+
+
 class Builder(tfds.core.GeneratorBasedBuilder):
     """Stores each video of your manifests as a sequence of JPEG frames."""
 
@@ -70,6 +96,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         return self.dataset_info_from_configs(
             features=tfds.features.FeaturesDict(
                 {
+                    **_audio_features(self.builder_config),
                     "video": tfds.features.Video(frame_shape, encoding_format="jpeg"),
                     "label": tfds.features.ClassLabel(),
                     "filename": tfds.features.Text(),

@@ -25,7 +25,7 @@ import numpy as np
 from awscrt import checksums
 from tqdm import tqdm
 
-from video_tfrecords.build import cache, manifest, video_io
+from video_tfrecords.build import audio_io, cache, manifest, video_io
 from video_tfrecords.build.frame_choice import frame_rate, selected_frames, stored_size
 from video_tfrecords.clips import keys
 from video_tfrecords.config import VideoConfig
@@ -162,50 +162,87 @@ def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
     label and name come from the task when read back) and its damage, if any."""
     threads, deinterlace = task.decoder_threads, task.config.deinterlace == "auto"
     with video_io.Video(task.video_path, threads=threads, deinterlace=deinterlace) as video:
-        return _encode_frames(task, video, add)
+        if task.config.audio_rate is None:
+            return _encode_frames(task, video, None, add)
+        rate, channels = task.config.audio_rate, task.config.audio_channels
+        with audio_io.AudioTrack(task.video_path, rate, channels) as audio:
+            return _encode_frames(task, video, audio, add)
 
 
-def _encode_frames(task: Task, video: video_io.Video, add: Callable[[dict], None]) -> dict:
-    """`encode_video`'s work, on the opened video."""
+def _encode_frames(
+    task: Task, video: video_io.Video, audio: audio_io.AudioTrack | None,
+    add: Callable[[dict], None],
+) -> dict:
+    """`encode_video`'s work, on the opened video (and its audio track, with `audio_rate`).
+
+    A full segment waits for the next stored frame before it is handed out: its audio runs
+    to that frame's time. The last one's runs to the end of the stored span (`_span_end`).
+    """
     config, info = task.config, video.info
     size = stored_size(info, config)
     limit = config.segment_frames or math.inf
-    decoded = 0
+    decoded = []  # every decoded frame's time: where the stored span ends
 
     def counted(frames):
-        nonlocal decoded
         for frame in frames:
-            decoded += 1
+            decoded.append(frame.time)
             yield frame
 
-    segment = _Segment(start=0)
+    def finish(done: _Segment, end: float) -> None:
+        if audio is not None:
+            done.audio = audio.take(audio_io.sample_at(end, audio.rate), video.start_seconds)
+        add(done.example())
+
+    segment, full = _Segment(start=0), None
     times, last_index, last_jpeg = [], None, None
     count = lambda: video_io.count_frames(task.video_path, threads=task.decoder_threads)
     for time, frame in selected_frames(counted(video.frames()), config, count):
         if frame.index != last_index:  # resampling may repeat a frame: encode it once
             last_index = frame.index
             last_jpeg = encode_jpeg(frame.bgr(*size), config.jpeg_quality)
+        if full is not None:
+            finish(full, time)
+            full = None
         segment.add(last_jpeg, time)
         times.append(time)
         if len(segment.frames) == limit:
-            add(segment.example())
-            segment = _Segment(start=len(times))
-    if segment.frames:
-        add(segment.example())
+            full, segment = segment, _Segment(start=len(times))
     if not times:
         raise video_io.VideoError("no frame could be decoded")
+    end = _span_end(config, times[-1], last_index, decoded, info.average_fps)
+    for done in (full, segment):
+        if done is not None and done.frames:
+            finish(done, end)
     fields = {
         "fps": float(config.fps or frame_rate(times, info.average_fps)),
         "codec": info.codec,
         "source_height": info.coded_height,
         "source_width": info.coded_width,
-        "source_num_frames": decoded,
+        "source_num_frames": len(decoded),
         "display_height": info.display_height,
         "display_width": info.display_width,
         "sample_aspect_ratio": float(info.sample_aspect_ratio),
         "rotation": info.rotation,
     }
-    return {"fields": fields, "damage": video.damage.note() or None}
+    damage = [video.damage.note()]
+    if audio is not None:
+        audio.read_to_end()  # its damage is of the whole stream
+        fields.update(has_audio=audio.has_audio, audio_rate=audio.rate)
+        damage.append(audio.damage.note())
+    return {"fields": fields, "damage": "; ".join(filter(None, damage)) or None}
+
+
+def _span_end(config: VideoConfig, last_time: float, last_index: int, decoded, fps) -> float:
+    """When the stored frames stop showing: one tick after the last with `fps`; else when the
+    source frame after the last stored one shows, or for the video's last frame its time plus
+    the gap before it (a frame period; 1 / the stream's rate for a one-frame video)."""
+    if config.fps is not None:
+        return last_time + 1.0 / config.fps
+    if last_index + 1 < len(decoded):
+        return last_time + decoded[last_index + 1] - decoded[last_index]
+    if last_index > 0:
+        return last_time + decoded[last_index] - decoded[last_index - 1]
+    return last_time + 1.0 / (fps or video_io.FALLBACK_FPS)
 
 
 @dataclasses.dataclass
@@ -217,6 +254,7 @@ class _Segment:
     times: list[float] = dataclasses.field(default_factory=list)
     crcs: list[int] = dataclasses.field(default_factory=list)
     size: int = 0
+    audio: np.ndarray | None = None  # int16 [samples, channels], with `audio_rate`
 
     def add(self, jpeg: bytes, time: float) -> None:
         self.frames.append(jpeg)
@@ -233,12 +271,15 @@ class _Segment:
 
     def example(self) -> dict:
         """The segment's own fields; the video's shared fields are added when it is read."""
-        return {
+        example = {
             "video": self.frames,
             "frame_crc32c": np.asarray(self.crcs, np.uint32),
             "timestamps": np.asarray(self.times, np.float32),
             "start_frame": self.start,
         }
+        if self.audio is not None:  # from this segment's first frame to the next one's
+            example["audio"] = self.audio
+        return example
 
 
 def examples_of(

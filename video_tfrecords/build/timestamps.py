@@ -99,6 +99,7 @@ class Timing:
     period: float  # seconds between frames at the stream's average rate
     missing: bool = False
     misordered: int = 0
+    origin: float | None = None  # the first frame's stamp in seconds (None: unknown)
 
     def times(
         self, stamps: Iterable[tuple[int | None, int | None, T]], hindsight: int = HINDSIGHT
@@ -110,6 +111,8 @@ class Timing:
             if index == 0:
                 origin = stamp if self.seconds_per_tick else None
                 self.missing = origin is None
+                if origin is not None:
+                    self.origin = origin * self.seconds_per_tick
             elif stamp is None or origin is None:
                 time += self.period
                 self.missing = True

@@ -31,7 +31,7 @@ from video_tfrecords.build import deinterlace, timestamps
 _ONE_PICTURE_PER_PACKET = {"h264", "hevc", "vp9", "av1", "mjpeg"}
 _ROTATE = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
 _AREA = Interpolation.AREA | Interpolation.FULL_CHR_H_INT
-_FALLBACK_FPS = 25.0  # FFmpeg's own guess for a stream that states no rate
+FALLBACK_FPS = 25.0  # FFmpeg's own guess for a stream that states no rate
 
 
 class VideoError(Exception):
@@ -173,9 +173,9 @@ class Video:
         through its bwdif filter, before any resize; times and count stay the same.
         """
         scaler = VideoReformatter()
-        timing = timestamps.Timing(
+        self._timing = timing = timestamps.Timing(
             seconds_per_tick=float(self._stream.time_base or 0),
-            period=1.0 / (self.info.average_fps or _FALLBACK_FPS),
+            period=1.0 / (self.info.average_fps or FALLBACK_FPS),
         )
         pictures = itertools.chain([self._first], self._pictures)
         timed = timing.times((p.pts, p.dts, p) for p in pictures)
@@ -188,6 +188,13 @@ class Video:
             raise VideoError(f"{e}; deinterlace=False stores the frames as decoded") from None
         self.damage.timestamps_missing = timing.missing
         self.damage.timestamps_misordered = timing.misordered
+
+    @property
+    def start_seconds(self) -> float:
+        """The first frame's time on the container's clock (its stamp in seconds), known once
+        `frames()` has yielded it: what time 0 of the stored `timestamps` is. 0 without one."""
+        timing = getattr(self, "_timing", None)
+        return 0.0 if timing is None or timing.origin is None else timing.origin
 
     def _decode(self) -> Iterator[av.VideoFrame]:
         """The stream's pictures; counts packets the decoder rejects, frames it conceals or loses."""

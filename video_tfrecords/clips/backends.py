@@ -65,6 +65,8 @@ class NumpyOps:
     def repeat(values, n):
         return np.repeat(values, n, axis=0)
 
+    gather = staticmethod(np.take)
+
     @staticmethod
     def arange(n):
         return np.arange(n, dtype=np.int64)
@@ -187,6 +189,9 @@ class TensorFlowOps:
 
     def repeat(self, values, n):
         return self.tf.repeat(values, n, axis=0)
+
+    def gather(self, values, indices):
+        return self.tf.gather(values, indices)
 
     def arange(self, n):
         return self.tf.range(n, dtype=self.tf.int64)

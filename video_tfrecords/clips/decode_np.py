@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from video_tfrecords.clips import audio as clip_audio
 from video_tfrecords.clips import backends
 from video_tfrecords.clips.jpeg import decode_rgb
 from video_tfrecords.clips.plan import checked_plan, video_label
@@ -60,11 +61,12 @@ def _layout(spec, frames, seed, name, **plan_args):
 
 def sample_np(
     spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None, out=None,
-    timestamps=None, source_fps=None,
-) -> np.ndarray:
+    timestamps=None, source_fps=None, audio=None, audio_rate=None, audio_out=None,
+):
     """Samples and decodes clip(s) without TensorFlow: uint8 [T, H, W, 3] or [V, T, H, W, 3].
 
-    V = num_clips * num_crops views, clip-major.
+    V = num_clips * num_crops views, clip-major. With `spec.audio`, a pair (clip(s), audio):
+    float32 [S, C] or [V, S, C], each view's window of `audio` (`clips.audio`).
 
     Args:
         spec: the clip specification.
@@ -78,7 +80,9 @@ def sample_np(
             (e.g. cached by a reader that reads the video again): saves hashing
             it. It must be that value; the clip is then the same.
         timestamps, source_fps: each frame's time in seconds, else the stored
-            frame rate: needed with `spec.fps` only.
+            frame rate: needed with `spec.fps` or `spec.audio` only.
+        audio, audio_rate, audio_out: with `spec.audio`, the example's int16 samples
+            [N, C], their rate, and optionally a float32 array to cut the windows into.
 
     Each distinct frame is decoded once, straight from its bytes: into the
     output itself when it fills its place whole (no crop, flip or resize), else
@@ -128,7 +132,12 @@ def sample_np(
             # A box resized on its own, else a fixed box (resize_box then only flips or copies).
             y, x, h, w = boxes[c] if boxes is not None else (*offsets[c], box_h, box_w)
             resize_box(image[y : y + h, x : x + w], box_h, box_w, clips[c, t], flips[c])
-    return clips if spec.multi_clip else clips[0]
+    clips = clips if spec.multi_clip else clips[0]
+    if not spec.audio:
+        return clips
+    times = {"timestamps": timestamps, "source_fps": source_fps}
+    windows = clip_audio.window_np(spec, plan["indices"], audio, audio_rate, **times, out=audio_out)
+    return clips, windows
 
 
 def _output_view(out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

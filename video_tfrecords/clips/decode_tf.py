@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from video_tfrecords.clips import audio as clip_audio
 from video_tfrecords.clips import backends, geometry, jpeg
 from video_tfrecords.clips.plan import checked_plan, video_label
 from video_tfrecords.clips.resize import resize_box
@@ -47,7 +48,7 @@ def plan_tf(
 
 def sample_tf(
     spec: ClipSpec, frames, seed=None, *, name=None, frame_shape=None, timestamps=None,
-    source_fps=None,
+    source_fps=None, audio=None, audio_rate=None,
 ):
     """Samples and decodes clip(s) from a 1-D string tensor of JPEG frames, in a TF graph.
 
@@ -61,11 +62,13 @@ def sample_tf(
         frame_shape: the stored frames' (h, w) when known for every video (e.g.
             from the TFDS feature): static output shapes and no header read.
         timestamps, source_fps: float tensors, each frame's time in seconds,
-            else the stored frame rate: needed with `spec.fps` only.
+            else the stored frame rate: needed with `spec.fps` or `spec.audio` only.
+        audio, audio_rate: with `spec.audio`, the example's int16 samples [N, C] and rate.
 
     Returns:
         uint8 tensor [T, H, W, 3] or [num_views, T, H, W, 3], static wherever known.
         Only the clip's frames are decoded (and only the box of each, with a crop).
+        With `spec.audio`, a pair (clip(s), audio): float32 [S, C] or [num_views, S, C].
     """
     tf = backends.tf_ops().tf
     frames = tf.convert_to_tensor(frames, tf.string)
@@ -78,7 +81,12 @@ def sample_tf(
                 layout.out_size = tuple(map(int, layout.out_size))
             layout.ratio = int(layout.ratio)
         with tf.control_dependencies(layout.checks):
-            return _decode_tf(spec, frames, layout, name, frame_shape)
+            clips = _decode_tf(spec, frames, layout, name, frame_shape)
+            if not spec.audio:
+                return clips
+            indices = layout.plan["indices"]  # this layout's: a branch may draw its own
+            sound = clip_audio.window_tf(spec, indices, audio, audio_rate, timestamps, source_fps)
+            return clips, sound
 
     return _with_layout(spec, frames, seed, name, plan_args, decode)
 

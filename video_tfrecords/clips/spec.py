@@ -111,6 +111,23 @@ def _check_fps(fps) -> float | None:
     raise ValueError(f"fps must be None or a positive number of frames per second, got {fps!r}.")
 
 
+def _check_audio(audio, mode: str, stride) -> bool:
+    """A bool; with audio, a clip that spans one stretch of time of one length."""
+    if not isinstance(audio, (bool, np.bool_)):
+        raise ValueError(f"audio must be a bool, got {audio!r}.")  # noqa: TRY004
+    if audio and mode in SEGMENT_MODES:
+        raise ValueError(
+            f"audio=True needs a contiguous clip, but mode={mode!r} samples scattered frames "
+            "(one per segment): use mode='random', 'center' or 'uniform'."
+        )
+    if audio and not isinstance(stride, int):
+        raise ValueError(
+            f"audio=True needs one stride (its window is num_frames * stride frame periods, "
+            f"the same for every clip, so that batches stack), got stride={stride!r}."
+        )
+    return bool(audio)
+
+
 @dataclasses.dataclass(frozen=True)
 class ClipSpec:
     """Which clip(s) to take from a video of JPEG frames, and how to crop, flip and resize them.
@@ -159,6 +176,13 @@ class ClipSpec:
             as PySlowFast's spatial index 0/1/2). The output then has
             num_clips * num_crops views, clip-major: view v is clip
             v // num_crops with crop v % num_crops.
+        audio: also cut each view's audio (a dataset built with `audio_rate`):
+            float32 in [-1, 1], [S, channels] (or [num_views, S, channels]),
+            from the first sampled frame's stored timestamp, num_frames *
+            stride frame periods long (of `fps`, else of the stored frame rate):
+            S = round(num_frames * stride * audio_rate / fps); silence past the
+            end of the video (`short_video` loops or pads the frames only).
+            Needs a contiguous clip: one stride, not a segment mode.
     """
 
     num_frames: int
@@ -176,6 +200,7 @@ class ClipSpec:
     num_crops: int = 1
     crop_area: tuple[float, float] = (0.08, 1.0)
     crop_aspect: tuple[float, float] = (3 / 4, 4 / 3)
+    audio: bool = False
 
     def __post_init__(self):
         checked = {
@@ -223,6 +248,7 @@ class ClipSpec:
                 f"short_side={checked['short_side']} (scale jitter) needs crop_size=(h, w): "
                 "clips of different sizes cannot be stacked."
             )
+        checked["audio"] = _check_audio(self.audio, checked["mode"], checked["stride"])
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 

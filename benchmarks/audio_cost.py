@@ -1,0 +1,253 @@
+"""Audio with the frames: a clip with its audio against the same clip without, build cost, bytes.
+
+Sources: synthetic 340x256 H.264 videos at 25 fps (`synthetic.moving_frames`, libx264 CRF 23)
+with an AAC stream at 48 kHz stereo (PyAV's encoder at its default bit rate) of tones and
+noise, as phone and Kinetics videos carry. Read: the audio-visual recipe (16 frames, stride 4,
+fps=25: 2.56 s of audio; random 224 crop, flip), one pinned process, CPU ms per clip, each
+clip dropped before the next: `ClipSource` (NumPy) and `tfds.load` + `ClipDecoder.decode_features`
+(tf.data, one pass over the split per measure, every record parsed as TFDS parses it), each
+with `audio=True` on a build with `audio_rate=16000` against `audio=False` on a build of the
+same videos without audio (and without audio on the audio build). Build: the build's whole work
+on one video (`encoding.encode_video`, `default` config, with and without `audio_rate`) on one
+core. Bytes: JPEG q90 frames against int16 audio per second of video.
+"""
+
+from __future__ import annotations
+
+import fractions
+import os
+import time
+
+import numpy as np
+
+import video_sets  # puts tests/ on the path (video_sets.synthetic: the test videos' maker)
+from builds import build_dataset
+from timing import (
+    arguments,
+    cpu_time,
+    interleave,
+    log,
+    median,
+    one_cpu,
+    pin,
+    ratio,
+    settled,
+    table,
+)
+
+RATE = 16000
+CLIP = {"num_frames": 16, "stride": 4, "fps": 25, "crop_size": (224, 224), "flip": True}
+SEED = 7
+CLIPS_PER_MEASURE = 120
+
+
+def write_av(path: str, frames: np.ndarray, seed: int) -> str:
+    """H.264 frames at 25 fps (CRF 23) and AAC at 48 kHz stereo from 0 s to the video's end."""
+    import av
+
+    if os.path.exists(path):
+        return path
+    rng = np.random.default_rng(seed)
+    partial = path + ".partial.mp4"
+    with av.open(partial, "w") as container:
+        video = container.add_stream("libx264", rate=25)
+        video.height, video.width, video.pix_fmt = *frames.shape[1:3], "yuv420p"
+        video.options = {"crf": "23", "preset": "veryfast"}
+        audio = container.add_stream("aac", rate=48000)
+        audio.layout = "stereo"
+        for index, rgb in enumerate(frames):
+            picture = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            picture.pts = index
+            container.mux(video.encode(picture))
+        container.mux(video.encode())
+        count = len(frames) * 48000 // 25
+        t = np.arange(count) / 48000
+        pitch = 220 * 2 ** (rng.integers(0, 24, 1 + count // 24000) / 12)  # a note every 0.5 s
+        tone = 0.3 * np.sin(2 * np.pi * np.cumsum(pitch[(t * 2).astype(int)]) / 48000)
+        left = tone + 0.05 * rng.standard_normal(count)
+        pcm = (np.stack([left, np.roll(left, 240)], 1) * 32767).astype(np.int16).reshape(1, -1)
+        for at in range(0, count, 1024):
+            chunk = np.ascontiguousarray(pcm[:, 2 * at : 2 * (at + 1024)])
+            frame = av.AudioFrame.from_ndarray(chunk, format="s16", layout="stereo")
+            frame.sample_rate, frame.time_base, frame.pts = 48000, fractions.Fraction(1, 48000), at
+            container.mux(audio.encode(frame))
+        container.mux(audio.encode())
+    os.replace(partial, path)
+    return path
+
+
+def sources(out: str, videos: int, frames: int) -> list[str]:
+    """The source videos (made once, kept) and a manual dir listing them."""
+    folder = os.path.join(out, f"sources_{videos}x{frames}")
+    os.makedirs(folder, exist_ok=True)
+    size = (video_sets.HEIGHT, video_sets.WIDTH)
+    paths = [
+        write_av(
+            os.path.join(folder, f"av{i}.mp4"),
+            video_sets.synthetic.moving_frames(frames, *size, i),
+            i,
+        )
+        for i in range(videos)
+    ]
+    video_sets.video_set(os.path.join(folder, "manual"), paths)
+    return paths
+
+
+def built(out: str, manual: str, name: str, audio: bool) -> str:
+    """The data dir of a build of the sources (made once, kept)."""
+    data_dir = os.path.join(out, "data", name)
+    if not os.path.isdir(os.path.join(data_dir, "video_tfrecords", name)):
+        config = {"name": name, **({"audio_rate": RATE} if audio else {})}
+        log(f"building {name}")
+        build_dataset(manual, data_dir, config)
+    return data_dir
+
+
+def build_part(paths: list[str], rounds: int) -> list[str]:
+    """The build's work per video with and without audio; bytes per second of each."""
+    from video_tfrecords import VideoConfig
+    from video_tfrecords.build import encoding, manifest
+
+    def work(path, config):
+        entry = manifest.Entry("train.txt", 1, os.path.basename(path), "a")
+        examples = []
+        encoding.encode_video(encoding.Task("train", entry, 0, path, config, ""), examples.append)
+        return examples
+
+    configs = {
+        "without audio": VideoConfig(name="default", segment_frames=None),
+        "with audio": VideoConfig(name="av", segment_frames=None, audio_rate=RATE),
+    }
+    stored = {name: [work(p, c)[0] for p in paths] for name, c in configs.items()}  # warm-up
+    measures = {
+        name: (lambda c=config: cpu_time(lambda: [work(p, c) for p in paths]) / len(paths))
+        for name, config in configs.items()
+    }
+    times = interleave(measures, rounds)
+    examples = stored["with audio"]
+    seconds = sum(len(e["video"]) for e in examples) / 25
+    jpeg = sum(len(f) for e in examples for f in e["video"]) / seconds
+    audio = sum(e["audio"].nbytes for e in examples) / seconds
+    added = [
+        (a - b) / (seconds / len(paths))
+        for a, b in zip(times["with audio"], times["without audio"])
+    ]
+    rows = [[
+        f"{median(times['without audio']) * 1e3:.0f}", f"{median(times['with audio']) * 1e3:.0f}",
+        ratio(times["with audio"], times["without audio"]), f"{median(added) * 1e3:.2f}",
+        f"{jpeg / 1e3:.0f}", f"{audio / 1e3:.0f}", f"{audio / jpeg:.3f}",
+    ]]  # fmt: skip
+    header = ["build ms / video, no audio", "with audio", "ratio", "audio's ms / s of video",
+              "JPEG kB/s", "audio kB/s", "audio / JPEG"]  # fmt: skip
+    return [
+        (
+            f"Build work per {len(examples[0]['video'])}-frame video (decode, resize to 256p, "
+            f"JPEG q90; with audio: AAC 48 kHz stereo decoded, resampled to {RATE} Hz mono, "
+            f"aligned), CPU ms on one core, median of {rounds} interleaved rounds; bytes stored "
+            "per second of video:"
+        ),
+        "",
+        *table(header, rows),
+    ]
+
+
+def read_part(plain_dir: str, audio_dir: str, rounds: int) -> list[str]:
+    """CPU per clip with and without audio, NumPy and tf.data paths."""
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    import tensorflow_datasets as tfds
+
+    from video_tfrecords import ClipDecoder, ClipSource, EncodedFrames
+
+    variants = {  # (data dir, config, audio)
+        "plain build, audio=False": (plain_dir, "plain", False),
+        "audio build, audio=False": (audio_dir, "av", False),
+        "audio build, audio=True": (audio_dir, "av", True),
+    }
+
+    def numpy(data_dir, config, audio):
+        source = ClipSource("train", data_dir=data_dir, config=config, audio=audio, **CLIP)
+        seeds = iter(range(10**9))
+        return lambda: [
+            source.get(i % count, seed=next(seeds))["video"].shape for i in range(clips)
+        ]
+
+    def graph(data_dir, config, audio):
+        decoder = ClipDecoder(audio=audio, **CLIP)
+        loaded = tfds.load(
+            f"video_tfrecords/{config}", split="train", data_dir=data_dir, download=False,
+            decoders={"video": EncodedFrames()},
+            read_config=tfds.ReadConfig(try_autocache=False, interleave_cycle_length=1),
+        ).repeat()  # fmt: skip
+        seeds = tf.data.Dataset.counter(SEED)
+        mapped = tf.data.Dataset.zip(loaded, seeds).map(decoder.decode_features)
+        examples = iter(mapped)  # one pipeline, read on: its start-up is not a clip's cost
+        return lambda: [next(examples)["video"].shape for _ in range(clips)]
+
+    def per_clip(read):
+        """CPU s per clip of a pass, with what tf.data's threads do in the background for it."""
+
+        def measure():
+            start = settled()
+            read()
+            return (settled() - start) / clips
+
+        return measure
+
+    measures, count = {}, len(ClipSource("train", data_dir=audio_dir, config="av", num_frames=1))
+    clips = -(-CLIPS_PER_MEASURE // count) * count  # whole passes over the split
+    for name, (data_dir, config, audio) in variants.items():
+        for path, make in (("NumPy", numpy), ("tf.data", graph)):
+            read = make(data_dir, config, audio)
+            read()  # warm-up: tracing, shards mapped
+            measures[(path, name)] = per_clip(read)
+    times = interleave(measures, rounds)
+    rows = []
+    for path in ("NumPy", "tf.data"):
+        base = times[(path, "plain build, audio=False")]
+        same = times[(path, "audio build, audio=False")]
+        for name in variants:
+            spent = times[(path, name)]
+            against_same = ratio(spent, same) if name.endswith("audio=True") else ""
+            rows.append(
+                [path, name, f"{median(spent) * 1e3:.2f}", ratio(spent, base), against_same]
+            )
+    header = ["path", "dataset, clip", "ms / clip", "/ plain build", "/ audio build, audio=False"]
+    return [
+        (
+            f"The audio-visual recipe (16 frames, stride 4, fps=25, 2.56 s of {RATE} Hz mono "
+            f"audio; random 224 crop, flip), CPU ms per clip on one core, {count} records of "
+            f"340x256 read {clips // count} times a round, median of {rounds} interleaved rounds; "
+            "ratios: median (min-max) of per-round ratios:"
+        ),
+        "",
+        *table(header, rows),
+    ]
+
+
+def main() -> None:
+    """Makes the sources and builds, times the parts, prints their tables."""
+    parser = arguments(__doc__, "audio")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 9; 2 --quick)")
+    parser.add_argument("--cpu", type=int, default=one_cpu())
+    args = parser.parse_args()
+    rounds = args.rounds or (2 if args.quick else 9)
+    videos, frames = (2, 80) if args.quick else (6, 250)
+    out = os.path.join(args.out, "quick") if args.quick else args.out
+    start = time.perf_counter()
+    paths = sources(out, videos, frames)
+    manual = os.path.join(os.path.dirname(paths[0]), "manual")
+    plain_dir, audio_dir = built(out, manual, "plain", False), built(out, manual, "av", True)
+    pin({args.cpu})
+    import cv2
+
+    cv2.setNumThreads(1)
+    lines = [*read_part(plain_dir, audio_dir, rounds), "", *build_part(paths, rounds)]
+    print("\n".join(lines))
+    log(f"done in {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""A video file's default audio stream, decoded and resampled by FFmpeg, on the frames' clock.
+
+The stored audio is int16 PCM at the config's rate and channels, and sample i plays at
+i / rate seconds on the clock of the stored `timestamps`: 0 is the video's first frame. FFmpeg
+(through PyAV) decodes the stream FFmpeg picks (`av_find_best_stream`) and resamples it
+(`av.AudioResampler`: swresample, downmixing or upmixing to the layout); each resampled frame
+goes where its own time says: its pts in its time base, minus the first video frame's time on
+the container's clock (streams start at different times). So audio that starts after the
+video, codec priming (an AAC stream's first 1,024 samples, which FFmpeg drops and times), edit
+lists, and audio that ends early all land where a player plays them: before 0 or past the end
+trimmed, holes filled with silence.
+
+`AudioTrack` decodes as the frames are stored, in a demux of its own over the file's audio
+packets (the video's demux reads only the video stream), and hands out a segment's samples at a
+time: memory holds a segment's audio and one decoded frame beyond it. Damage (packets FFmpeg
+rejects, audio lost mid-stream, an audio stream FFmpeg cannot decode) keeps the video, silent
+where the audio was lost, and is described by `AudioDamage.note`. Imports neither TensorFlow
+nor TFDS.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import itertools
+from collections.abc import Iterator
+from typing import Self
+
+import av
+import numpy as np
+
+__all__ = ["AudioDamage", "AudioTrack", "sample_at"]
+
+_LAYOUTS = {1: "mono", 2: "stereo"}
+
+
+def sample_at(seconds: float, rate: int) -> int:
+    """The sample that plays at `seconds` (a stored timestamp: its float32 value, as a reader
+    sees it), rounded to the nearest: the grid both the build and the readers cut audio on."""
+    return int(np.floor(float(np.float32(seconds)) * rate + 0.5))
+
+
+@dataclasses.dataclass
+class AudioDamage:
+    """What went wrong with the audio; complete once the track has been read to its end."""
+
+    rate: int
+    packets_with_errors: int = 0  # packets the decoder rejected or the demuxer flagged corrupt
+    samples_lost: int = 0  # holes in the audio after it began (lost packets), stored silent
+    unreadable: str | None = None  # why no audio could be decoded at all
+
+    def note(self) -> str | None:
+        """Precise text for the video's record; None when nothing went wrong."""
+        if self.unreadable:
+            return f"audio stored silent: {self.unreadable}"
+        parts = []
+        if self.packets_with_errors:
+            count = self.packets_with_errors
+            parts.append(f"{count} audio packet{'' if count == 1 else 's'} with decode errors")
+        if self.samples_lost:
+            parts.append(
+                f"{self.samples_lost / self.rate * 1000:.0f} ms of audio lost, stored silent"
+            )
+        return "; ".join(parts) or None
+
+
+class AudioTrack:
+    """The file's default audio stream as int16 [samples, channels] on the video's clock.
+
+    `take(end, origin)` gives the samples from where the last take ended (0 at first) to
+    sample `end`, `origin` being the first video frame's time on the container's clock
+    (`video_io.Video.start_seconds`). Without an audio stream every take is silence and
+    `has_audio` stays False; it is True once a frame of audio has been decoded.
+    """
+
+    def __init__(self, path: str, rate: int, channels: int):
+        self.rate, self.channels = rate, channels
+        self.has_audio = False
+        self.damage = AudioDamage(rate)
+        self._given = 0  # the next sample to hand out
+        self._written: int | None = None  # where the audio placed so far ends
+        self._chunks: collections.deque[tuple[int, np.ndarray]] = collections.deque()
+        self._tolerance = max(1, rate // 1000)  # 1 ms: a frame this near its place is contiguous
+        self._container = None
+        self._frames: Iterator[av.AudioFrame] = iter(())
+        try:
+            self._container = av.open(path, metadata_errors="replace")
+            stream = self._container.streams.best("audio")
+        except (OSError, av.error.FFmpegError) as e:  # the video opened: say, and go on silent
+            self.damage.unreadable = f"the file's audio cannot be read ({e})"
+            return
+        if stream is None:
+            return
+        if stream.codec_context is None:
+            self.damage.unreadable = "FFmpeg has no decoder for the audio stream's codec"
+            return
+        for other in self._container.streams:
+            if other is not stream:
+                other.discard = av.stream.Discard.all
+        stream.codec_context.thread_count = 1
+        self._frames = self._resampled(stream)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._container is not None:
+            self._container.close()
+
+    def take(self, end: int, origin: float) -> np.ndarray:
+        """int16 [end - start, channels]: the samples from the last take's end to `end`."""
+        while self._written is None or self._written < end:
+            frame = next(self._frames, None)
+            if frame is None:
+                break
+            self._place(frame, origin)
+        start = self._given
+        out = np.zeros((max(end - start, 0), self.channels), np.int16)
+        while self._chunks:
+            at, data = self._chunks[0]
+            stop = at + len(data)
+            if at >= end:
+                break
+            low, high = max(at, start), min(stop, end)
+            if low < high:
+                out[low - start : high - start] = data[low - at : high - at]
+            if stop > end:
+                break
+            self._chunks.popleft()
+        self._given = max(end, start)
+        return out
+
+    def read_to_end(self) -> None:
+        """Decodes what is left of the stream (its damage counted), storing none of it."""
+        for _ in self._frames:
+            pass
+        self._chunks.clear()
+
+    def _place(self, frame: av.AudioFrame, origin: float) -> None:
+        """Puts a resampled frame where its time says, trimming what overlaps audio placed."""
+        count = frame.samples * self.channels  # packed s16: interleaved channels
+        data = np.frombuffer(frame.planes[0], np.int16, count).reshape(-1, self.channels)
+        seconds_per_tick = float(frame.time_base or 0)
+        if frame.pts is not None and seconds_per_tick:
+            at = round((frame.pts * seconds_per_tick - origin) * self.rate)
+        else:  # no time: right after the audio before it
+            at = self._written if self._written is not None else 0
+        if self._written is not None:
+            if abs(at - self._written) <= self._tolerance:
+                at = self._written
+            elif at > self._written:
+                self.damage.samples_lost += at - self._written
+            elif at < self._written:  # overlaps the audio before it: that audio stays
+                data = data[self._written - at :]
+                at = self._written
+        if len(data):
+            self._chunks.append((at, data))
+            self._written = at + len(data)
+
+    def _resampled(self, stream) -> Iterator[av.AudioFrame]:
+        """The stream's frames through FFmpeg's resampler (a new one if the format changes).
+
+        One call per decoded frame: joining frames first saves no time, swresample's own
+        work (about 1 ms per second of 48 kHz stereo to 16 kHz mono) being most of it."""
+        resampler = None
+        for frame in self._decoded(stream):
+            self.has_audio = True
+            if resampler is not None:
+                try:
+                    yield from resampler.resample(frame)
+                    continue
+                except ValueError:  # the stream changed its layout or rate: start anew
+                    yield from resampler.resample(None)
+            resampler = av.AudioResampler("s16", _LAYOUTS[self.channels], self.rate)
+            yield from resampler.resample(frame)
+        if resampler is not None:
+            yield from resampler.resample(None)
+
+    def _decoded(self, stream) -> Iterator[av.AudioFrame]:
+        """The stream's decoded frames; counts the packets the decoder rejects."""
+        decoder = stream.codec_context
+        for packet in itertools.chain(self._packets(stream), [None]):  # None drains it
+            try:
+                frames = decoder.decode(packet)
+            except av.error.FFmpegError:
+                frames = None
+            if packet is not None and (frames is None or packet.is_corrupt):
+                self.damage.packets_with_errors += 1
+            yield from frames or ()
+
+    def _packets(self, stream) -> Iterator[av.Packet]:
+        """The stream's packets; a demuxer error counts as a damaged packet and reading resumes."""
+        failures_in_a_row = 0
+        while failures_in_a_row < 16:
+            try:
+                for packet in self._container.demux(stream):
+                    failures_in_a_row = 0
+                    if packet.size:
+                        yield packet
+                return
+            except av.error.FFmpegError:
+                failures_in_a_row += 1
+                self.damage.packets_with_errors += 1
