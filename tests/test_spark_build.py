@@ -408,3 +408,30 @@ def test_a_video_whose_task_died_twice_is_skipped_with_a_record(manual, tmp_path
     assert (
         distributed.encode_group(items, attempt=0)[0].entry is not None
     )  # first attempts: no marks
+
+
+def test_an_error_in_a_retried_task_is_not_a_death(manual, tmp_path, monkeypatch):
+    """An exception while a retried task encodes a video (a full disk, say) leaves no mark:
+    only a task that dies does, so the next attempt encodes the video again."""
+    builder = tfds.builder("video_tfrecords", data_dir=str(tmp_path), config=VideoConfig(**CONFIG))
+    first, _ = builder.plan(manual, tmp_path / "downloads")["validation"]
+
+    def full_disk(task):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(distributed.encoding, "encode", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        distributed.encode_group([("validation", 0, first)], attempt=1)
+    assert not distributed._mark(first).exists()
+    monkeypatch.undo()
+    (result,) = distributed.encode_group([("validation", 0, first)], attempt=2)
+    assert result.entry is not None and result.skipped is None
+
+
+@pytest.mark.parametrize(
+    "master,expected",
+    [("local[2]", "local[2,4]"), ("local[*]", "local[*,4]"), ("local[2,3]", "local[2,3]"),
+     ("local", "local"), ("spark://host:7077", "spark://host:7077")],
+)  # fmt: skip
+def test_a_local_master_retries_tasks(master, expected):
+    assert spark_build.with_retries(master) == expected

@@ -16,12 +16,13 @@ drive). The result is the folder `tfds build` makes: `tfds.load`, `tfds.data_sou
 `ClipSource` and `clip_dataset` read it as they read a local build. The manual and
 data dirs must be readable (the data dir writable) by every executor at the same
 path: a shared file system, or any URL `etils.epath` opens (gs://, s3://, hdfs://).
-The master is `--master`, else Spark's own configuration (`spark-submit --master`,
-`spark.master`), else `local[*]`. A killed job rerun with the same command reads
-back the videos it had encoded from the cache in the data dir. A failed task is
-retried as Spark's `spark.task.maxFailures` allows (on `local[N]` never: use
-`local[N,F]`); leave `spark.speculation` off, as it is by default: two attempts of
-one video at once would write the same cache entry.
+The master is `--master`, else under spark-submit its own (`--master`,
+`spark.master`), else `local[*]`; a local master gets 4 attempts a task
+(`local[N]` becomes `local[N,4]`: Spark never retries on `local[N]`). A killed job
+rerun with the same command reads back the videos it had encoded from the cache
+in the data dir. A failed task is retried as `spark.task.maxFailures` allows;
+`spark.speculation` must stay off (as by default): two attempts of one video at
+once would write the same cache entry, and the build refuses it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import functools
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -45,6 +47,7 @@ __all__ = ["build", "main", "session"]
 
 log = logging.getLogger(__name__)
 CONFIGS = {c.name: c for c in Builder.BUILDER_CONFIGS}
+LOCAL_ATTEMPTS = 4  # attempts of a task on a local master, Spark's default on a cluster
 
 
 def build(
@@ -63,6 +66,11 @@ def build(
     `file_format`: "tfrecord" (the default) or "array_record". `download_config`: TFDS's,
     for its shard sizes (`min_shard_size`, `max_shard_size`, `num_shards`).
     """
+    if spark.conf.get("spark.speculation", "false").lower() == "true":
+        raise ValueError(
+            "spark.speculation is on: two attempts of one task would encode the same videos "
+            "into the same cache entries at once. Build with spark.speculation=false."
+        )
     data_dir = distributed.absolute(data_dir)  # the builder's folders, as every executor sees them
     builder = Builder(config=video_config(config), data_dir=data_dir, file_format=file_format)
     context = spark.sparkContext
@@ -109,7 +117,8 @@ def _run_partition(fn: Callable[[list, int], list], groups: Iterable[list]) -> I
 
 
 def session(master: str | None = None):
-    """A SparkSession: on `master`, else as Spark's configuration says, else `local[*]`.
+    """A SparkSession: on `master`, else spark-submit's, else `local[*]`; local masters with
+    LOCAL_ATTEMPTS attempts a task.
 
     A session this process starts on a local master runs its Python workers with this
     Python (so a virtualenv need not be active), unless PYSPARK_PYTHON says otherwise.
@@ -117,12 +126,22 @@ def session(master: str | None = None):
     from pyspark.sql import SparkSession
 
     launching = "PYSPARK_GATEWAY_PORT" not in os.environ  # not under spark-submit
-    if launching and (master is None or master.startswith("local")):
+    if launching and master is None:
+        master = "local[*]"
+    if launching and master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        master = with_retries(master)
     builder = SparkSession.builder.appName("video_tfrecords build")
     if master:
         builder = builder.master(master)
     return builder.getOrCreate()
+
+
+def with_retries(master: str) -> str:
+    """`local[N]` as `local[N,4]`: Spark never retries a task on `local[N]`, and a video that
+    kills its task must be retried (then skipped), as on a cluster (4 attempts by default)."""
+    bare = re.fullmatch(r"local\[(\d+|\*)\]", master)
+    return f"local[{bare.group(1)},{LOCAL_ATTEMPTS}]" if bare else master
 
 
 def main(argv: list[str] | None = None) -> str:

@@ -87,9 +87,10 @@ def _encode_marked(task: encoding.Task) -> encoding.Outcome:
         )
     mark.parent.mkdir(parents=True, exist_ok=True)
     mark.write_text("started")
-    outcome = encoding.encode(task)
-    mark.unlink(missing_ok=True)
-    return outcome
+    try:
+        return encoding.encode(task)
+    finally:  # an exception is not a death: only a task that dies leaves its mark
+        mark.unlink(missing_ok=True)
 
 
 def write_group(jobs: Sequence[shards.ShardJob], attempt: int = 0) -> list[shards.ShardResult]:
