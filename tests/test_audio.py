@@ -23,7 +23,7 @@ import tensorflow_datasets as tfds
 
 import videos
 from video_tfrecords import ClipDecoder, ClipSource, ClipSpec, VideoConfig, clip_dataset, config
-from video_tfrecords.build import encoding, manifest
+from video_tfrecords.build import encoding, manifest, video_io
 
 FPS = 25
 # Frames that flash (after the audio starts at 0.5 s = frame 12.5), 6 to 13 frames apart.
@@ -181,6 +181,17 @@ def encoded(path, **fields) -> tuple[list[dict], dict]:
     return examples, summary
 
 
+def test_an_examples_audio_counts_toward_its_size_limit(manual_dir, monkeypatch):
+    # Ten small frames and 6 s of audio (192 KB at 16 kHz): under a 100 KB limit only the
+    # audio can push the example over it.
+    (example,), _ = encoded(manual_dir / "tones.mp4", num_frames=10)
+    jpeg_bytes = sum(len(frame) for frame in example["video"])
+    assert jpeg_bytes < 100_000 < jpeg_bytes + example["audio"].nbytes
+    monkeypatch.setattr(encoding, "MAX_EXAMPLE_BYTES", 100_000)
+    with pytest.raises(video_io.VideoError, match="frames and audio would go over"):
+        encoded(manual_dir / "tones.mp4", num_frames=10)
+
+
 @pytest.mark.parametrize(
     ("fields", "span"),
     [
@@ -320,6 +331,12 @@ def test_clip_dataset_batches_video_and_audio(whole):
             else:
                 assert not sound.any()
     assert tones >= 3 and checked >= 3
+
+
+def test_clip_dataset_with_audio_and_no_fps_says_to_pass_it(whole):
+    with pytest.raises(ValueError, match="without fps= its length follows each video"):
+        clip_dataset("train", data_dir=whole.data_dir_root, builder_kwargs={"config": "av"},
+                     batch_size=2, num_frames=4, audio=True, crop_size=(64, 96))  # fmt: skip
 
 
 def test_a_batch_of_windows_of_different_lengths_says_to_pass_fps():

@@ -166,6 +166,12 @@ def clip_dataset(
             "vary in size (its config has no `size`): pass crop_size=(h, w) (with short_side= "
             "to scale the frames first), or build with a fixed size (VideoConfig(size=(h, w)))."
         )
+    if source.spec.audio and source.spec.fps is None:
+        raise ValueError(
+            "clip_dataset stacks each clip's audio into batches, and without fps= its length "
+            "follows each video's own frame rate (25, 29.97, 30 fps...): pass fps=, the rate "
+            "the clip's frames are taken at, so every window has one length."
+        )
     clip_shape = source.spec.output_shape(frame_size)
     audio_shape = _audio_shape(source)
     reader = BatchReader(source, clip_shape, seeded=seed is not None, audio_shape=audio_shape)
@@ -205,9 +211,7 @@ def _audio_shape(source: ClipSource) -> list | None:
     if not source.spec.audio:
         return None
     spec, rate = source.spec, source.audio_rate
-    length = None
-    if spec.fps is not None and rate is not None:
-        length = int(clip_audio.window_length(backends.NP_OPS, spec, rate, None))
+    length = None if rate is None else int(clip_audio.window_length(backends.NP_OPS, spec, rate, None))
     shape = [length, source.audio_channels]
     return [spec.num_views, *shape] if spec.multi_clip else shape
 

@@ -190,7 +190,7 @@ def _encode_frames(
 
     def finish(done: _Segment, end: float) -> None:
         if audio is not None:
-            done.audio = audio.take(audio_io.sample_at(end, audio.rate), video.start_seconds)
+            done.set_audio(audio.take(audio_io.sample_at(end, audio.rate), video.start_seconds))
         add(done.example())
 
     segment, full = _Segment(start=0), None
@@ -209,12 +209,12 @@ def _encode_frames(
             full, segment = segment, _Segment(start=len(times))
     if not times:
         raise video_io.VideoError("no frame could be decoded")
-    end = _span_end(config, times[-1], last_index, decoded, info.average_fps)
+    end = _span_end(config, times[-1], last_index, decoded, info.nominal_fps)
     for done in (full, segment):
         if done is not None and done.frames:
             finish(done, end)
     fields = {
-        "fps": float(config.fps or frame_rate(times, info.average_fps)),
+        "fps": float(config.fps or frame_rate(times, info.nominal_fps)),
         "codec": info.codec,
         "source_height": info.coded_height,
         "source_width": info.coded_width,
@@ -235,14 +235,14 @@ def _encode_frames(
 def _span_end(config: VideoConfig, last_time: float, last_index: int, decoded, fps) -> float:
     """When the stored frames stop showing: one tick after the last with `fps`; else when the
     source frame after the last stored one shows, or for the video's last frame its time plus
-    the gap before it (a frame period; 1 / the stream's rate for a one-frame video)."""
+    the gap before it (a frame period; 1 / `fps`, the stream's rate, for a one-frame video)."""
     if config.fps is not None:
         return last_time + 1.0 / config.fps
     if last_index + 1 < len(decoded):
         return last_time + decoded[last_index + 1] - decoded[last_index]
     if last_index > 0:
         return last_time + decoded[last_index] - decoded[last_index - 1]
-    return last_time + 1.0 / (fps or video_io.FALLBACK_FPS)
+    return last_time + 1.0 / fps
 
 
 @dataclasses.dataclass
@@ -261,10 +261,18 @@ class _Segment:
         self.times.append(time)
         # Lets a reader check only the frames it decodes (the record's CRC covers all of them).
         self.crcs.append(checksums.crc32c(jpeg))
-        self.size += len(jpeg)
+        self._grow(len(jpeg))
+
+    def set_audio(self, audio: np.ndarray) -> None:
+        self.audio = audio
+        self._grow(audio.nbytes)
+
+    def _grow(self, size: int) -> None:
+        """Counts bytes into the example, refusing it past MAX_EXAMPLE_BYTES."""
+        self.size += size
         if self.size > MAX_EXAMPLE_BYTES:
             raise video_io.VideoError(
-                f"an example's JPEG frames would go over the {human_bytes(MAX_EXAMPLE_BYTES)} "
+                f"an example's frames and audio would go over the {human_bytes(MAX_EXAMPLE_BYTES)} "
                 "limit (protobuf's hard limit is 2 GiB): set segment_frames to store it as "
                 "several examples"
             )

@@ -53,6 +53,11 @@ class VideoInfo:
     reported_num_frames: int  # what the container claims, 0 if unknown
     pixel_format: str  # e.g. "yuv420p", "yuv420p10le"
 
+    @property
+    def nominal_fps(self) -> float:
+        """The stream's rate, else FFmpeg's own guess for a stream that states none."""
+        return self.average_fps or FALLBACK_FPS
+
 
 @dataclasses.dataclass
 class Damage:
@@ -175,7 +180,7 @@ class Video:
         scaler = VideoReformatter()
         self._timing = timing = timestamps.Timing(
             seconds_per_tick=float(self._stream.time_base or 0),
-            period=1.0 / (self.info.average_fps or FALLBACK_FPS),
+            period=1.0 / self.info.nominal_fps,
         )
         pictures = itertools.chain([self._first], self._pictures)
         timed = timing.times((p.pts, p.dts, p) for p in pictures)
