@@ -20,6 +20,7 @@ import tensorflow_datasets as tfds
 import synthetic
 from video_tfrecords import ClipSource, VideoConfig, clip_dataset, spark_build
 from video_tfrecords.build import distributed, encoding, shards, spread
+from video_tfrecords.config import DATASET_VERSION
 
 NAME = "spark_test"
 CONFIG = {"name": NAME, "short_side": 32, "segment_frames": 8, "num_workers": 1}
@@ -103,7 +104,7 @@ def spark():
 
 
 def dataset_dir(data_dir):
-    return data_dir / "video_tfrecords" / NAME / "2.2.0"
+    return data_dir / "video_tfrecords" / NAME / DATASET_VERSION
 
 
 def parsed(data_dir, split):
@@ -149,7 +150,7 @@ def assert_same_dataset(data_dir, reference_dir):
     files = lambda d: sorted(p.name for p in dataset_dir(d).iterdir())
     assert files(data_dir) == files(reference_dir)
     parent = lambda d: sorted(p.name for p in dataset_dir(d).parent.iterdir())
-    assert parent(data_dir) == ["2.2.0"]  # nothing left beside it
+    assert parent(data_dir) == [DATASET_VERSION]  # nothing left beside it
     assert (data_dir / "video_tfrecords" / ".config" / "metadata.json").read_text() == (
         reference_dir / "video_tfrecords" / ".config" / "metadata.json"
     ).read_text()

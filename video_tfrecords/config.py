@@ -10,7 +10,7 @@ import numbers
 import tensorflow_datasets as tfds
 
 # The dataset's version (the builder's VERSION); a config without one gets it.
-DATASET_VERSION = "2.2.0"
+DATASET_VERSION = "2.3.0"
 # Fields that decide the stored frames: a change of any of them makes a new cache entry.
 FRAME_FIELDS = (
     "short_side",
@@ -26,9 +26,6 @@ FRAME_FIELDS = (
     "audio_rate",
     "audio_channels",
 )
-# Fields of FRAME_FIELDS that key the cache only when audio is stored: the cache entries of
-# a build without audio stay those of builds from before audio existed.
-AUDIO_FIELDS = ("audio_rate", "audio_channels")
 
 
 @dataclasses.dataclass(eq=False)
@@ -108,8 +105,7 @@ class VideoConfig(tfds.core.BuilderConfig):
 
     def frame_fields(self) -> dict:
         """The fields that decide the stored frames (the cache key's part of the config)."""
-        skipped = AUDIO_FIELDS if self.audio_rate is None else ()
-        return {field: getattr(self, field) for field in FRAME_FIELDS if field not in skipped}
+        return {field: getattr(self, field) for field in FRAME_FIELDS}
 
 
 def _is_int(value) -> bool:

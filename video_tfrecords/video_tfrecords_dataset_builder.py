@@ -86,6 +86,10 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         "it decodes.",
         "2.2.0": "video_fingerprint: the content fingerprint seeded clips are keyed on, so that "
         "a reader without TensorFlow need not hash frames on a record's first read.",
+        "2.3.0": "Frames timed by FFmpeg's best-effort rule (packed B-frame AVIs: UCF101, "
+        "HMDB51), interlaced frames deinterlaced (bwdif; deinterlace=False keeps them as "
+        "decoded); with audio_rate, each example's audio on the frames' clock (audio, "
+        "has_audio, audio_rate).",
     }
     BUILDER_CONFIGS = [config_lib.DEFAULT, config_lib.NATIVE]
     MANUAL_DOWNLOAD_INSTRUCTIONS = MANUAL_INSTRUCTIONS

@@ -29,7 +29,8 @@ from etils import epath
 # 2: keyed on the manifest's name for the video too; holds only what the video gives.
 # 3: each example holds its frames' CRC32C (frame_crc32c); files are checked by CRC32C
 #    (awscrt's: 5x zlib's CRC32 here, and the build process checks every file it reads).
-FORMAT = 3
+# 4: frames timed by FFmpeg's best-effort rule and deinterlaced; audio with audio_rate.
+FORMAT = 4
 DONE = "done.json"
 
 
