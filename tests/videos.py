@@ -44,8 +44,10 @@ DECODED_AS = {  # FFmpeg's name of the codec each encoder writes
 QUALITY = {  # near-transparent settings: the decoded frames stay close to what was encoded
     "libx264": {"crf": "12", "preset": "veryfast"},
     "libx265": {"crf": "12", "preset": "ultrafast", "x265-params": "log-level=error"},
-    "libvpx": {"crf": "8", "b": "2M"},
-    "libvpx-vp9": {"crf": "15", "b": "0"},
+    # One thread: libvpx's threaded encoder was seen spinning forever under a loaded machine
+    # (two pytest workers, 12 CPU-minutes each in vpx_codec_encode on an 8-frame clip).
+    "libvpx": {"crf": "8", "b": "2M", "threads": "1"},
+    "libvpx-vp9": {"crf": "15", "b": "0", "threads": "1"},
     "libsvtav1": {"crf": "20", "preset": "10", "svtav1-params": "svt-log-level=0"},
     "mpeg4": {"qscale": "2"},
     "mjpeg": {"qscale": "2"},

@@ -211,7 +211,8 @@ def _audio_shape(source: ClipSource) -> list | None:
     if not source.spec.audio:
         return None
     spec, rate = source.spec, source.audio_rate
-    length = None if rate is None else int(clip_audio.window_length(backends.NP_OPS, spec, rate, None))
+    ops = backends.NP_OPS
+    length = None if rate is None else int(clip_audio.window_length(ops, spec, rate, None))
     shape = [length, source.audio_channels]
     return [spec.num_views, *shape] if spec.multi_clip else shape
 

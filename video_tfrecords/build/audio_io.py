@@ -29,6 +29,9 @@ from typing import Self
 import av
 import numpy as np
 
+from video_tfrecords.build import video_io
+from video_tfrecords.build.summary import plural
+
 __all__ = ["AudioDamage", "AudioTrack", "sample_at"]
 
 _LAYOUTS = {1: "mono", 2: "stereo"}
@@ -56,7 +59,7 @@ class AudioDamage:
         parts = []
         if self.packets_with_errors:
             count = self.packets_with_errors
-            parts.append(f"{count} audio packet{'' if count == 1 else 's'} with decode errors")
+            parts.append(f"{plural(count, 'audio packet')} with decode errors")
         if self.samples_lost:
             parts.append(
                 f"{self.samples_lost / self.rate * 1000:.0f} ms of audio lost, stored silent"
@@ -94,9 +97,7 @@ class AudioTrack:
         if stream.codec_context is None:
             self.damage.unreadable = "FFmpeg has no decoder for the audio stream's codec"
             return
-        for other in self._container.streams:
-            if other is not stream:
-                other.discard = av.stream.Discard.all
+        video_io.keep_only(self._container, stream)
         stream.codec_context.thread_count = 1
         self._frames = self._resampled(stream)
 
@@ -182,7 +183,8 @@ class AudioTrack:
     def _decoded(self, stream) -> Iterator[av.AudioFrame]:
         """The stream's decoded frames; counts the packets the decoder rejects."""
         decoder = stream.codec_context
-        for packet in itertools.chain(self._packets(stream), [None]):  # None drains it
+        packets = video_io.stream_packets(self._container, stream, self.damage)
+        for packet in itertools.chain(packets, [None]):  # None drains it
             try:
                 frames = decoder.decode(packet)
             except av.error.FFmpegError:
@@ -191,16 +193,3 @@ class AudioTrack:
                 self.damage.packets_with_errors += 1
             yield from frames or ()
 
-    def _packets(self, stream) -> Iterator[av.Packet]:
-        """The stream's packets; a demuxer error counts as a damaged packet and reading resumes."""
-        failures_in_a_row = 0
-        while failures_in_a_row < 16:
-            try:
-                for packet in self._container.demux(stream):
-                    failures_in_a_row = 0
-                    if packet.size:
-                        yield packet
-                return
-            except av.error.FFmpegError:
-                failures_in_a_row += 1
-                self.damage.packets_with_errors += 1

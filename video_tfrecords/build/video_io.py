@@ -24,7 +24,8 @@ import cv2
 import numpy as np
 from av.video.reformatter import Interpolation, VideoReformatter
 
-from video_tfrecords.build import deinterlace, timestamps
+from video_tfrecords.build import deinterlace, file_structure, timestamps
+from video_tfrecords.build.summary import plural
 
 # Codecs whose every packet holds exactly one picture: a packet that gives no frame was lost.
 # Not MPEG-4 Part 2 (not-coded VOPs), VP8 (hidden alt-ref packets) or interlaced fields.
@@ -76,24 +77,19 @@ class Damage:
         if self.truncated:
             parts.append("truncated: the file ends before its index does")
         if self.packets_with_errors:
-            parts.append(f"{_count(self.packets_with_errors, 'packet')} with decode errors")
+            parts.append(f"{plural(self.packets_with_errors, 'packet')} with decode errors")
         if self.corrupt_frames:
-            parts.append(f"{_count(self.corrupt_frames, 'frame')} concealed by FFmpeg")
+            parts.append(f"{plural(self.corrupt_frames, 'frame')} concealed by FFmpeg")
         if self.frames_lost:
-            parts.append(f"{_count(self.frames_lost, 'frame')} lost (packets that gave no picture)")
+            parts.append(f"{plural(self.frames_lost, 'frame')} lost (packets that gave no picture)")
         if self.timestamps_missing:
             parts.append("no timestamps: frame order used as time, at the stream's average rate")
         if self.timestamps_misordered:
             parts.append(
-                f"{_count(self.timestamps_misordered, 'frame')} timed by FFmpeg no later than "
+                f"{plural(self.timestamps_misordered, 'frame')} timed by FFmpeg no later than "
                 "the frame before: placed after it"
             )
         return "; ".join(parts) or None
-
-
-def _count(number: int, noun: str) -> str:
-    """'1 packet', '2 packets'."""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 class Frame:
@@ -150,7 +146,8 @@ class Video:
         try:
             self._stream = _video_stream(self._container)
             _configure(self._stream, self._threads)
-            self.damage = Damage(truncated=_declared_size(path) > os.path.getsize(path))
+            truncated = file_structure.declared_size(path) > os.path.getsize(path)
+            self.damage = Damage(truncated=truncated)
             self._pictures = self._decode()
             first = next(self._pictures, None)
             if first is None:
@@ -202,11 +199,13 @@ class Video:
         return 0.0 if timing is None or timing.origin is None else timing.origin
 
     def _decode(self) -> Iterator[av.VideoFrame]:
-        """The stream's pictures; counts packets the decoder rejects, frames it conceals or loses."""
+        """The stream's pictures; counts the packets the decoder rejects, the frames it conceals
+        or loses."""
         decoder, damage = self._stream.codec_context, self.damage
         sent = output = 0
         interlaced = False
-        for packet in itertools.chain(self._packets(), [None]):  # None drains the decoder
+        packets = stream_packets(self._container, self._stream, damage)
+        for packet in itertools.chain(packets, [None]):  # None drains the decoder
             try:
                 pictures = decoder.decode(packet)
             except av.error.FFmpegError:
@@ -223,19 +222,6 @@ class Video:
         if decoder.codec.canonical_name in _ONE_PICTURE_PER_PACKET and not interlaced:
             damage.frames_lost = max(0, sent - output)
 
-    def _packets(self) -> Iterator[av.Packet]:
-        """The stream's packets; a demuxer error counts as a damaged packet and reading resumes."""
-        failures_in_a_row = 0
-        while failures_in_a_row < 16:
-            try:
-                for packet in self._container.demux(self._stream):
-                    failures_in_a_row = 0
-                    if packet.size:
-                        yield packet
-                return
-            except av.error.FFmpegError:
-                failures_in_a_row += 1
-                self.damage.packets_with_errors += 1
 
 
 def count_frames(path: str, *, threads: int = 1) -> int:
@@ -259,7 +245,7 @@ def _open(path: str) -> av.container.InputContainer:
     try:
         return av.open(path, metadata_errors="replace")
     except av.error.InvalidDataError as e:
-        if _is_mp4_without_index(path):
+        if file_structure.is_mp4_without_index(path):
             raise VideoError("index (moov) missing: file truncated") from None
         raise VideoError(f"not a video (FFmpeg: {e.strerror})") from None
     except OSError as e:  # permissions, I/O errors
@@ -280,10 +266,31 @@ def _video_stream(container) -> av.video.stream.VideoStream:
     stream = best if best in streams else streams[0]
     if stream.codec_context is None:
         raise VideoError("codec is not supported: FFmpeg has no decoder for this video stream")
+    keep_only(container, stream)
+    return stream
+
+
+def keep_only(container, stream) -> None:
+    """Has the demuxer skip every stream but `stream`."""
     for other in container.streams:
         if other is not stream:
             other.discard = av.stream.Discard.all
-    return stream
+
+
+def stream_packets(container, stream, damage) -> Iterator[av.Packet]:
+    """`stream`'s packets; a demuxer error counts as a damaged packet (`damage.
+    packets_with_errors`) and reading resumes, up to 16 errors in a row."""
+    failures_in_a_row = 0
+    while failures_in_a_row < 16:
+        try:
+            for packet in container.demux(stream):
+                failures_in_a_row = 0
+                if packet.size:
+                    yield packet
+            return
+        except av.error.FFmpegError:
+            failures_in_a_row += 1
+            damage.packets_with_errors += 1
 
 
 def _configure(stream, threads: int) -> None:
@@ -319,80 +326,3 @@ def _info(stream, first: av.VideoFrame) -> VideoInfo:
         reported_num_frames=max(0, stream.frames or 0),
         pixel_format=first.format.name,
     )
-
-
-# -- what the container's own structure says of the file's length ----------------------------------
-
-_MP4_TOP = {b"ftyp", b"moov", b"mdat", b"free", b"skip", b"wide", b"pnot"}  # QuickTime: no ftyp
-
-
-def _declared_size(path: str) -> int:
-    """The bytes the container's structure says the file has, 0 when it does not say.
-
-    MP4/MOV boxes and AVI's RIFF chunks state their sizes, Matroska/WebM its segment's:
-    a file shorter than that was cut (a download or a copy that stopped early).
-    """
-    with open(path, "rb") as file:
-        head = file.read(4096)
-        if head[:4] == b"\x1a\x45\xdf\xa3":  # EBML
-            return _matroska_end(head)
-        if head[:4] == b"RIFF" or head[4:8] in _MP4_TOP:
-            return max((end for _, end in _top_level(file, riff=head[:4] == b"RIFF")), default=0)
-    return 0
-
-
-def _is_mp4_without_index(path: str) -> bool:
-    """An MP4/MOV file whose top level has no `moov` box: its writer never finished."""
-    with open(path, "rb") as file:
-        if file.read(8)[4:8] not in _MP4_TOP:
-            return False
-        return all(kind != b"moov" for kind, _ in _top_level(file, riff=False))
-
-
-def _top_level(file, riff: bool) -> Iterator[tuple[bytes, int]]:
-    """(type, end offset) of each top-level MP4 box or RIFF chunk, as its header states.
-
-    An MP4 box's size counts its header, is 64-bit when it says 1 and runs to the end when
-    it says 0; a RIFF chunk's does not count its header and is padded to even.
-    """
-    size = os.fstat(file.fileno()).st_size
-    position = 0
-    while position + 8 <= size:
-        file.seek(position)
-        header = file.read(16)
-        if riff:
-            kind, length = header[:4], 8 + int.from_bytes(header[4:8], "little")
-            length += length & 1
-        else:
-            kind, length = header[4:8], int.from_bytes(header[:4], "big")
-            if length == 1 and len(header) == 16:
-                length = int.from_bytes(header[8:16], "big")
-            elif length == 0:
-                length = size - position
-        if length < 8 or not kind.isalnum():  # not a box: trailing bytes, not structure
-            return
-        position += length
-        yield kind, position
-
-
-def _matroska_end(head: bytes) -> int:
-    """Where the Segment after the EBML header ends; 0 when its size is unknown (live)."""
-    header_size, position = _ebml_size(head, 4)  # after the EBML header's 4-byte id
-    if header_size is None or head[position + header_size : position + header_size + 4] != (
-        b"\x18\x53\x80\x67"  # the Segment's id
-    ):
-        return 0
-    segment_size, start = _ebml_size(head, position + header_size + 4)
-    return 0 if segment_size is None else start + segment_size
-
-
-def _ebml_size(data: bytes, position: int) -> tuple[int | None, int]:
-    """(size, where the data starts) of an EBML size field; None if unreadable or unknown.
-
-    The leading zero bits of its first byte say how many bytes follow; all ones means unknown.
-    """
-    if position >= len(data) or data[position] == 0:
-        return None, position
-    width = 9 - data[position].bit_length()
-    value = int.from_bytes(data[position : position + width], "big") & ((1 << 7 * width) - 1)
-    return (None if value == (1 << 7 * width) - 1 else value), position + width
