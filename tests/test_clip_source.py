@@ -21,9 +21,10 @@ from tensorflow_datasets.proto import tf_example_pb2
 
 import synthetic
 from conftest import decode_jpegs
-from video_tfrecords import Builder, ClipDecoder, ClipSource, VideoConfig, clip_source, fold_in
+from video_tfrecords import Builder, ClipDecoder, ClipSource, VideoConfig, fold_in
 from video_tfrecords.clips import keys
 from video_tfrecords.config import DATASET_VERSION
+from video_tfrecords.records import dataset_files
 from video_tfrecords.records.checksums import CorruptRecordError
 from video_tfrecords.records.dataset_files import FINGERPRINT, FRAME_CHECKSUMS, split_shards
 from video_tfrecords.records.example_parser import parse_example
@@ -385,7 +386,7 @@ def test_default_data_dir_and_latest_version(tfrecord, tmp_path, monkeypatch):
 
 
 def test_default_config_is_the_builders_first():
-    assert clip_source.DEFAULT_CONFIG == Builder.BUILDER_CONFIGS[0].name
+    assert dataset_files.default_config("video_tfrecords") == Builder.BUILDER_CONFIGS[0].name
 
 
 def test_missing_dataset_config_split_and_version_say_what_exists(tfrecord, tmp_path):

@@ -457,7 +457,7 @@ def test_static_output_shape_of_three_crops_in_a_graph():
 
 def test_a_feature_decoder_with_fps_says_how_to_get_timestamps():
     decoder = ClipDecoder(4, fps=10.0)
-    with pytest.raises(ValueError, match="SkipDecoding"):
+    with pytest.raises(ValueError, match="EncodedFrames"):
         decoder.decode_example(tf.constant(make_frames(3, 8, 8)))
     times = tf.constant((np.arange(12) / 25.0).astype(np.float32))
     frames = make_frames(12, 8, 8)

@@ -8,6 +8,8 @@ libjpeg-turbo (`decode_np.sample_np`), so a seeded clip equals the one that
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from video_tfrecords.clips import audio as clip_audio
@@ -18,7 +20,6 @@ from video_tfrecords.records.checksums import CheckedFrames, CorruptRecordError
 
 __all__ = ["ClipSource"]
 
-DEFAULT_CONFIG = "default"  # The builder's first config, the one tfds.load picks by default.
 REQUIRED_FEATURES = ("video", "label", "filename")
 
 
@@ -96,8 +97,7 @@ class ClipSource:
             **clip_args,
         )
         if dataset_dir is None:
-            config_name = getattr(config, "name", config) or DEFAULT_CONFIG
-            dataset_dir = dataset_files.find_dataset_dir(data_dir, config_name, version)
+            dataset_dir = dataset_files.find_dataset_dir(data_dir, config, version)
         self.dataset_dir = str(dataset_dir)
         info = dataset_files.read_info(self.dataset_dir)
         self.features = dataset_files.read_features(self.dataset_dir)
@@ -141,10 +141,10 @@ class ClipSource:
             )
         return int(feature.shape[1])
 
-    @property
+    @functools.cached_property
     def audio_rate(self) -> int | None:
         """Samples per second of the stored audio (one rate per dataset, read from the first
-        record of the source's part); None without `audio=True` or records."""
+        record of the source's part, once); None without `audio=True` or records."""
         if not self.spec.audio or not len(self):
             return None
         parsed = example_parser.parse_example(self.reader.read(self._range.start))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
-import numbers
 
 import tensorflow_datasets as tfds
+
+from video_tfrecords.clips.spec import is_finite_number, is_int
 
 # The dataset's version (the builder's VERSION); a config without one gets it.
 DATASET_VERSION = "2.3.0"
@@ -60,7 +60,8 @@ class VideoConfig(tfds.core.BuilderConfig):
         interlaced frames woven, as decoded. Times and frame count unchanged.
       audio_rate: store the video's default audio stream (FFmpeg's pick) as int16
         PCM at this many samples per second, resampled by FFmpeg and aligned to the
-        stored frames (sample i plays at i / audio_rate s on the `timestamps` clock);
+        stored frames (sample j of an example plays at (round(timestamps[0] * rate) + j)
+        / rate s, on the `timestamps` clock);
         `has_audio` says whether the video had any. None (the default) stores none.
       audio_channels: 1 (mono, downmixed by FFmpeg) or 2 (stereo), with `audio_rate`.
       strict: stop the build at the first bad or damaged video instead of
@@ -108,41 +109,32 @@ class VideoConfig(tfds.core.BuilderConfig):
         return {field: getattr(self, field) for field in FRAME_FIELDS}
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    return real and math.isfinite(value)
-
-
 def _is_size(value) -> bool:
     return (
         isinstance(value, (tuple, list)) and len(value) == 2
-        and all(_is_int(v) and v > 0 for v in value)
+        and all(is_int(v) and v > 0 for v in value)
     )
 
 
 # Field -> (what it takes, in words; whether a value is that).
 _RULES = {
-    "short_side": ("a positive int or None", lambda v: v is None or (_is_int(v) and v > 0)),
+    "short_side": ("a positive int or None", lambda v: v is None or (is_int(v) and v > 0)),
     "size": ("(height, width), two positive ints, or None", lambda v: v is None or _is_size(v)),
     "upscale": ("true or false", lambda v: isinstance(v, bool)),
     "coded_aspect": ("true or false", lambda v: isinstance(v, bool)),
-    "fps": ("a positive number or None", lambda v: v is None or (_is_number(v) and v > 0)),
-    "max_frames": ("a positive int or None", lambda v: v is None or (_is_int(v) and v > 0)),
-    "num_frames": ("a positive int or None", lambda v: v is None or (_is_int(v) and v > 0)),
-    "jpeg_quality": ("an int from 1 to 100", lambda v: _is_int(v) and 1 <= v <= 100),
-    "segment_frames": ("a positive int or None", lambda v: v is None or (_is_int(v) and v > 0)),
+    "fps": ("a positive number or None", lambda v: v is None or (is_finite_number(v) and v > 0)),
+    "max_frames": ("a positive int or None", lambda v: v is None or (is_int(v) and v > 0)),
+    "num_frames": ("a positive int or None", lambda v: v is None or (is_int(v) and v > 0)),
+    "jpeg_quality": ("an int from 1 to 100", lambda v: is_int(v) and 1 <= v <= 100),
+    "segment_frames": ("a positive int or None", lambda v: v is None or (is_int(v) and v > 0)),
     "strict": ("true or false", lambda v: isinstance(v, bool)),
-    "num_workers": ("an int >= 0 (0: one per core)", lambda v: _is_int(v) and v >= 0),
+    "num_workers": ("an int >= 0 (0: one per core)", lambda v: is_int(v) and v >= 0),
     "keep_cache": ("true or false", lambda v: isinstance(v, bool)),
     "deinterlace": ('"auto" or False', lambda v: v is False or v == "auto"),
     "audio_rate": (
-        "a positive int (samples per second) or None", lambda v: v is None or (_is_int(v) and v > 0)
+        "a positive int (samples per second) or None", lambda v: v is None or (is_int(v) and v > 0)
     ),
-    "audio_channels": ("1 (mono) or 2 (stereo)", lambda v: _is_int(v) and v in (1, 2)),
+    "audio_channels": ("1 (mono) or 2 (stereo)", lambda v: is_int(v) and v in (1, 2)),
 }
 
 

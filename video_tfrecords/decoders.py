@@ -80,7 +80,7 @@ class ClipDecoder(tfds.decode.Decoder):
     example's audio), which a TFDS feature decoder does not see: load the video
     undecoded and map `decode_features` over the examples instead:
 
-        ds = tfds.load(..., decoders={"video": tfds.decode.SkipDecoding()})
+        ds = tfds.load(..., decoders={"video": EncodedFrames()})
         ds = ds.map(ClipDecoder(16, fps=30, audio=True).decode_features)
     """
 
@@ -127,7 +127,7 @@ class ClipDecoder(tfds.decode.Decoder):
             if value not in (None, False):
                 raise ValueError(
                     f"ClipDecoder({name}={value}) needs {what}, which a TFDS feature decoder "
-                    "does not see: load with decoders={'video': tfds.decode.SkipDecoding()} "
+                    "does not see: load with decoders={'video': EncodedFrames()} "
                     "and map decoder.decode_features over the examples."
                 )
 

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_datasets as tfds
 
 from video_tfrecords.clip_source import ClipSource
 from video_tfrecords.clips import audio as clip_audio
@@ -225,13 +224,6 @@ def _prepared_dir(name: str, data_dir, builder_kwargs) -> str:
     version = kwargs.pop("version", None)
     if kwargs:
         raise ValueError(f"builder_kwargs takes config and version only, got {sorted(kwargs)}.")
-    if config is None:  # the builder's first config, as tfds.load picks
-        try:
-            configs = tfds.builder_cls(name).BUILDER_CONFIGS or [None]
-        except tfds.core.DatasetNotFoundError:  # not registered here: found by its files
-            configs = [None]
-        config = configs[0]
-    config = getattr(config, "name", config)
     return dataset_files.find_dataset_dir(data_dir, config, version, name=name)
 
 

@@ -66,8 +66,8 @@ def _audio_features(config: config_lib.VideoConfig) -> dict:
             shape=(None, config.audio_channels),
             dtype=np.int16,
             encoding="bytes",
-            doc="The video's default audio stream, int16 PCM; sample i plays at "
-            "timestamps[0] + i / audio_rate s (silence where the video has none).",
+            doc="The video's default audio stream, int16 PCM; sample j plays at "
+            "(round(timestamps[0] * audio_rate) + j) / audio_rate s (silence where it has none).",
         ),
         "has_audio": _scalar(np.bool_, "Whether the video has an audio stream FFmpeg decodes."),
         "audio_rate": _scalar(np.int32, "Samples per second of `audio`."),
@@ -175,14 +175,16 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         if self._cache_dir is None:
             return  # already prepared: nothing was built
         self.remove_cache()
-        examples = {split: info.num_examples for split, info in self.info.splits.items()}
-        info_path = str(epath.Path(self.data_dir) / "metadata.json")
-        print(
-            summary.build_summary(
-                self.info.full_name, self._videos_per_split, examples, self.info.metadata,
-                info_path,
-            )
+        self.print_summary(self.data_dir, self.info.splits.values())
+
+    def print_summary(self, dataset_dir: epath.PathLike, split_infos) -> None:
+        """Prints the build's summary: per split, examples written, videos skipped or noted."""
+        examples = {info.name: info.num_examples for info in split_infos}
+        info_path = str(epath.Path(dataset_dir) / "metadata.json")
+        text = summary.build_summary(
+            self.info.full_name, self._videos_per_split, examples, self.info.metadata, info_path
         )
+        print(text)
 
     def _default_manual_dir(self, download_dir) -> epath.Path:
         """Where TFDS looks for the manual dir when none is given: download_dir/manual."""

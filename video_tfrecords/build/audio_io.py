@@ -146,7 +146,8 @@ class AudioTrack:
         data = np.frombuffer(frame.planes[0], np.int16, count).reshape(-1, self.channels)
         seconds_per_tick = float(frame.time_base or 0)
         if frame.pts is not None and seconds_per_tick:
-            at = round((frame.pts * seconds_per_tick - origin) * self.rate)
+            seconds = frame.pts * seconds_per_tick - origin
+            at = int(np.floor(seconds * self.rate + 0.5))  # to the nearest, as sample_at
         else:  # no time: right after the audio before it
             at = self._written if self._written is not None else 0
         if self._written is not None:
@@ -165,7 +166,7 @@ class AudioTrack:
         """The stream's frames through FFmpeg's resampler (a new one if the format changes).
 
         One call per decoded frame: joining frames first saves no time, swresample's own
-        work (about 1 ms per second of 48 kHz stereo to 16 kHz mono) being most of it."""
+        work being most of it (docs/performance.md, audio)."""
         resampler = None
         for frame in self._decoded(stream):
             self.has_audio = True

@@ -38,11 +38,16 @@ class CacheError(OSError):
     """An entry's files do not match its done.json: it was damaged after it was written."""
 
 
+def is_remote(path: str) -> bool:
+    """Whether `path` is a URL of a remote file system (gs://, s3://...), not a local path."""
+    return "://" in path
+
+
 def video_key(path: str, config_fields: Mapping, name: str) -> str:
     """Hex key of one video under one config: its path, size, mtime, the config's fields,
     and `name`, what the manifest calls it (split and path as written): two manifest
     lines naming one file get entries of their own, as they may be encoded at once."""
-    if "://" in path:  # a remote file system: what epath can tell
+    if is_remote(path):  # what epath can tell
         stat = epath.Path(path).stat()
         size, mtime = stat.length, stat.mtime
     else:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 import tensorflow_datasets as tfds
 from etils import epath
 
-from video_tfrecords.build import cache, encoding, shards, spread, summary
+from video_tfrecords.build import cache, encoding, shards, spread
 
 log = logging.getLogger(__name__)
 
@@ -166,21 +166,14 @@ def build(
     _save_default_config(builder, final.parent.parent)
     staging.rename(final)
     builder.remove_cache()
-    videos = {split: len(split_tasks) for split, split_tasks in tasks.items()}
-    examples = {info.name: info.num_examples for info in infos}
-    info_path = str(final / "metadata.json")
-    print(
-        summary.build_summary(
-            builder.info.full_name, videos, examples, builder.info.metadata, info_path
-        )
-    )
+    builder.print_summary(final, infos)
     return final
 
 
 def absolute(path: epath.PathLike) -> str:
     """A local path made absolute (tasks run in other folders, on other machines); a URL as is."""
     path = os.fspath(path)
-    return path if "://" in path else os.path.abspath(os.path.expanduser(path))
+    return path if cache.is_remote(path) else os.path.abspath(os.path.expanduser(path))
 
 
 def plan(

@@ -132,7 +132,7 @@ def resume_order(tasks: list[Task]) -> list[Task]:
     it is for videos or a cache on a remote file system, where checking every
     video (a remote stat each) would cost more than the overlap saves.
     """
-    if not tasks or "://" in tasks[0].cache_root or not os.path.isdir(tasks[0].cache_root):
+    if not tasks or cache.is_remote(tasks[0].cache_root) or not os.path.isdir(tasks[0].cache_root):
         return list(tasks)
     cached = [_has_entry(task) for task in tasks]
     done = [task for task, hit in zip(tasks, cached) if hit]
@@ -147,7 +147,7 @@ def resume_order(tasks: list[Task]) -> list[Task]:
 
 def _has_entry(task: Task) -> bool:
     """Whether a local video has a finished cache entry (False for a remote one: unknown)."""
-    if "://" in task.video_path:
+    if cache.is_remote(task.video_path):
         return False
     try:
         key = _cache_key(task)

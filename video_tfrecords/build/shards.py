@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import tensorflow_datasets as tfds
 from etils import epath
+from tensorflow_datasets.core.utils import shard_utils
 
 from video_tfrecords.build import cache, encoding
 
@@ -64,8 +65,8 @@ def order_key(task: encoding.Task) -> bytes:
 
 
 def boundaries(num_examples: int, num_shards: int) -> list[int]:
-    """The example index that ends each shard: TFDS's `get_shard_boundaries`."""
-    return [round(num_examples * k / num_shards) for k in range(1, num_shards + 1)]
+    """The example index that ends each shard, by TFDS's own rule (its writer's)."""
+    return list(shard_utils.get_shard_boundaries(num_examples, num_shards))
 
 
 def plan(

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from video_tfrecords.build import cache
+
 Item = TypeVar("Item")
 
 # At most this many videos per group: a task retried after a crash redoes little,
@@ -35,7 +37,7 @@ def file_sizes(paths: Sequence[str]) -> list[int]:
     and for a remote one (not looked at)."""
 
     def size(path: str) -> int:
-        if "://" in path:
+        if cache.is_remote(path):
             return 0
         try:
             return os.stat(path).st_size

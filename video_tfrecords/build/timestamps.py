@@ -102,10 +102,10 @@ class Timing:
     origin: float | None = None  # the first frame's stamp in seconds (None: unknown)
 
     def times(
-        self, stamps: Iterable[tuple[int | None, int | None, T]], hindsight: int = HINDSIGHT
+        self, stamps: Iterable[tuple[int | None, int | None, T]]
     ) -> Iterator[tuple[float, T]]:
         """(seconds, item) for each (pts, dts, item) of the frames in presentation order."""
-        chosen = _with_next(best_effort(stamps, hindsight))
+        chosen = _with_next(best_effort(stamps))
         origin, time = None, 0.0
         for index, ((stamp, item), following) in enumerate(chosen):
             if index == 0:

@@ -141,6 +141,7 @@ class Video:
     def __init__(self, path: str, *, threads: int = 1, deinterlace: bool = True):
         _check_file(path)
         self._threads = max(1, threads)
+        self._timing: timestamps.Timing | None = None  # made by frames()
         self._deinterlace = deinterlace
         self._container = _open(path)
         try:
@@ -195,7 +196,7 @@ class Video:
     def start_seconds(self) -> float:
         """The first frame's time on the container's clock (its stamp in seconds), known once
         `frames()` has yielded it: what time 0 of the stored `timestamps` is. 0 without one."""
-        timing = getattr(self, "_timing", None)
+        timing = self._timing
         return 0.0 if timing is None or timing.origin is None else timing.origin
 
     def _decode(self) -> Iterator[av.VideoFrame]:

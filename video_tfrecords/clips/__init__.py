@@ -4,5 +4,6 @@ spec (ClipSpec: the arguments, checked), keys (seeds, fingerprints, random
 draws), sampling (which frames), boxes (crop boxes and flips), geometry
 (sizes, DCT scale), plan (the checked plan both decoders run), backends
 (NumPy and TensorFlow ops the plan is written over), jpeg (headers, NumPy
-decode), resize (OpenCV), decode_np (no TensorFlow), decode_tf (a TF graph).
+decode), resize (OpenCV), audio (a clip's audio window), decode_np (no
+TensorFlow), decode_tf (a TF graph).
 """

@@ -1,18 +1,16 @@
-"""Decoding a clip: check the video, plan the clip, decode only the frames (and box) it needs.
+"""Decoding a clip without TensorFlow: check the video, plan the clip, decode only its frames.
 
-`sample_np` (NumPy; JPEG through simplejpeg, resizes and flips through
-OpenCV; works without TensorFlow) and `sample_tf` (a TensorFlow graph, for
-tf.data) take the same `ClipSpec`, run the same checked plan (`plan`) and return
-the same pixels: both decode with libjpeg-turbo's accurate integer IDCT (TF's
-`dct_method="INTEGER_ACCURATE"`, simplejpeg's default).
+`sample_np` (JPEG through simplejpeg, resizes and flips through OpenCV) takes
+the `ClipSpec` and runs the checked plan (`plan`) that `decode_tf.sample_tf`
+runs in a TF graph, and returns the same pixels: both decode with libjpeg-turbo's
+accurate integer IDCT (TF's `dct_method="INTEGER_ACCURATE"`, simplejpeg's default).
 
 With `short_side`, frames are decoded at 1/2, 1/4 or 1/8 size by the JPEG
 decoder's DCT scaling when that still covers the short side (see
 `geometry.reduction`). A box (after `short_side`, or drawn by
 crop="resized") is then resized on its own (`resize_box`, OpenCV on both
 paths: equal pixels); whole frames are resized by area, where OpenCV's and
-TF's resizes differ by at most one grey level. TensorFlow is imported only by
-the TF functions.
+TF's resizes differ by at most one grey level.
 """
 
 from __future__ import annotations

@@ -157,7 +157,8 @@ def checked_plan(
     else:
         if isinstance(spec.short_side, tuple):
             out = _jittered_sizes(ops, spec, key, layout)
-        layout.covers = geometry.covers(ops, *out, *spec.crop_size)
+        # Static sizes (a feature's fixed shape) decide while tracing: a bool, not a tensor.
+        layout.covers = geometry.covers(backends.ops_for(*out), *out, *spec.crop_size)
         if enlarge:
             out = geometry.covering_size(ops, *out, *spec.crop_size)
             layout.ratio = 1

@@ -16,7 +16,7 @@ import numpy as np
 from video_tfrecords.clips import geometry
 from video_tfrecords.clips.backends import NP_OPS
 
-__all__ = ["ClipSpec", "check_positive_int", "is_int"]
+__all__ = ["ClipSpec", "check_positive_int", "is_finite_number", "is_int"]
 
 MODES = ("random", "center", "uniform", "segments", "segment_centers")
 SEGMENT_MODES = ("segments", "segment_centers")
@@ -84,7 +84,7 @@ def _check_short_side(short_side) -> int | tuple[int, int] | None:
     )
 
 
-def _is_finite_number(value) -> bool:
+def is_finite_number(value) -> bool:
     """A real, finite number that is not a bool."""
     real = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
     return real and math.isfinite(value)
@@ -94,7 +94,7 @@ def _check_range(name: str, value, top: float | None = None) -> tuple[float, flo
     """Two finite numbers 0 < lo <= hi (<= top), as floats, else a ValueError naming `name`."""
     if isinstance(value, (tuple, list)) and len(value) == 2:
         lo, hi = value
-        if all(map(_is_finite_number, value)) and 0 < lo <= hi and (top is None or hi <= top):
+        if all(map(is_finite_number, value)) and 0 < lo <= hi and (top is None or hi <= top):
             return float(lo), float(hi)
     bound = "" if top is None else f" <= {top}"
     raise ValueError(
@@ -106,7 +106,7 @@ def _check_fps(fps) -> float | None:
     """None, or a positive finite number of ticks per second."""
     if fps is None:
         return None
-    if _is_finite_number(fps) and fps > 0:
+    if is_finite_number(fps) and fps > 0:
         return float(fps)
     raise ValueError(f"fps must be None or a positive number of frames per second, got {fps!r}.")
 
@@ -158,7 +158,8 @@ class ClipSpec:
             the box is at least twice `crop_size` on both sides).
         crop_area: (min, max) fraction of the frame's area, for crop="resized".
         crop_aspect: (min, max) width / height, for crop="resized".
-        flip: if True, each clip is flipped left-right with probability 1/2.
+        flip: if True, each view (a clip, or each of its crops) is flipped left-right
+            with probability 1/2.
         seed: optional int. With a seed the clip is a function of (seed, video
             content); without one every read draws fresh randomness.
         short_side: optional int: frames are resized so that their shorter side

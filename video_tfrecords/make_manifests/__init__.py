@@ -2,9 +2,10 @@
 
     python -m video_tfrecords.make_manifests kinetics --annotations A --videos V --out OUT
 
-Every user used to write this script and get a detail wrong (quoted labels, CRLF lines,
-case mismatches, label-less test splits): here each format's quirks are handled once and
-tested. Standard library only; no TensorFlow.
+Each format's quirks (quoted labels, CRLF lines, case mismatches, label-less test splits) are
+handled once and tested. The conversion uses the standard library and the builder's manifest
+rules (`build/manifest.py`); the package's import registers the builder (tensorflow_datasets,
+no TensorFlow).
 """
 
 from video_tfrecords.make_manifests.class_folders import folders

@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 
 from video_tfrecords.build.manifest import (
+    LABELS_FILE,
     MANIFEST_FILES,
     VIDEO_EXTENSIONS,
     ManifestError,
@@ -83,7 +84,8 @@ class Result:
         lines.append(f"  unlabeled: {self.unlabeled:,}")
         lines += [f"  note: {note}" for note in self.notes]
         lines.append(
-            f"next: tfds build video_tfrecords --imports video_tfrecords --manual_dir {self.out}"
+            f"next: tfds build video_tfrecords --imports video_tfrecords --manual_dir {self.out} "
+            "--config=default"
         )
         return "\n".join(lines)
 
@@ -272,7 +274,7 @@ def convert(parsed: Parsed, videos: str, out: str) -> Result:
             )
     if problems:
         raise AnnotationError(problems)
-    written["labels.txt"] = [name + "\n" for name in parsed.classes]
+    written[LABELS_FILE] = [name + "\n" for name in parsed.classes]
     written["missing.txt"] = [line + "\n" for line in missing]
     os.makedirs(out, exist_ok=True)
     write_files(out, written)

@@ -22,6 +22,7 @@ __all__ = [
     "FRAME_CHECKSUMS",
     "Feature",
     "Shards",
+    "default_config",
     "default_data_dir",
     "find_dataset_dir",
     "index_range",
@@ -58,6 +59,16 @@ def _versions(config_dir: str) -> list[tfds.core.Version]:
     return sorted(versions)
 
 
+def default_config(name: str) -> str | None:
+    """The first config of the registered builder `name` (what tfds.load picks); None for a
+    builder without configs, or one not registered in this process (found by its files)."""
+    try:
+        configs = tfds.builder_cls(name).BUILDER_CONFIGS
+    except tfds.core.DatasetNotFoundError:
+        return None
+    return configs[0].name if configs else None
+
+
 def find_dataset_dir(
     data_dir: str | os.PathLike | None,
     config: str | None = None,
@@ -67,10 +78,11 @@ def find_dataset_dir(
 ) -> str:
     """The folder of a prepared dataset, as tfds.load finds it: data_dir/name/config/version.
 
-    TFDS writes a dataset without configs as data_dir/name/version: found with
-    `config=None`. Without `version`, the latest complete version present.
-    Errors say what exists.
+    `config`: a name or a BuilderConfig; None: the builder's first config, as tfds.load
+    picks (none for a dataset without configs, which TFDS writes as data_dir/name/version).
+    Without `version`, the latest complete version present. Errors say what exists.
     """
+    config = default_config(name) if config is None else getattr(config, "name", config)
     data_dir = os.path.expanduser(os.fspath(data_dir or default_data_dir()))
     dataset_dir = os.path.join(data_dir, name)
     configs = [c for c in _subfolders(dataset_dir) if _versions(os.path.join(dataset_dir, c))]
