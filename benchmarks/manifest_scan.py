@@ -6,7 +6,7 @@ CSV line. The set is 95% found (half by the downloaders' full name, half by bare
 imports included) and, in-process, the walk alone and the whole conversion. The files
 were just written, so the walk reads a warm page cache; a cold disk is slower.
 
-    python benchmarks/manifest_scan.py [--files 100000] [--rounds 3]
+    python benchmarks/run.py manifest_scan [--files 100000] [--rounds 3] [--quick]
 """
 
 from __future__ import annotations
@@ -52,8 +52,14 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=100_000, help="videos and CSV lines")
     parser.add_argument("--classes", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=3, help="timings per variant (median)")
+    parser.add_argument("--quick", action="store_true", help="2,000 files, one round")
+    parser.add_argument("--out", help="folder to write the set in (removed after); default: a temp")
     args = parser.parse_args()
-    root = tempfile.mkdtemp(prefix="manifest_scan-")
+    if args.quick:
+        args.files, args.classes, args.rounds = 2_000, 40, 1
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    root = tempfile.mkdtemp(prefix="manifest_scan-", dir=args.out)
     try:
         started = time.perf_counter()
         annotations, videos = make_set(root, args.files, args.classes)

@@ -25,6 +25,7 @@ BENCHMARKS = {  # name: script
     "deinterlace": "deinterlace_cost.py",
     "spark": "spark_scaling.py",
     "audio": "audio_cost.py",
+    "manifest_scan": "manifest_scan.py",
 }
 
 

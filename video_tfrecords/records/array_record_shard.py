@@ -9,6 +9,7 @@ import os
 import threading
 
 from video_tfrecords.records.checksums import CorruptRecordError
+from video_tfrecords.records.fork_safe import ForkSafeLock
 
 __all__ = ["ArrayRecordShard", "note_array_record_use"]
 
@@ -17,16 +18,7 @@ __all__ = ["ArrayRecordShard", "note_array_record_use"]
 _ARRAY_RECORD_OPTIONS = "readahead_buffer_size:0,max_parallelism:0"
 # Opening a file and indexing it happen once per process, even with reader threads
 # (Grain's). Re-entrant: indexing opens the file.
-_OPENING = threading.RLock()
-
-
-def _new_opening_lock() -> None:
-    """A fresh lock in a forked child (the parent's may have been held by another thread)."""
-    global _OPENING
-    _OPENING = threading.RLock()
-
-
-os.register_at_fork(after_in_child=_new_opening_lock)
+_OPENING = ForkSafeLock(threading.RLock)
 
 
 # array_record (riegeli) keeps process-wide state that a background thread serves; a

@@ -11,11 +11,11 @@ array a `tf.numpy_function` returns, not a copy, while any tensor uses it.)
 
 from __future__ import annotations
 
-import os
 import sys
-import threading
 
 import numpy as np
+
+from video_tfrecords.records.fork_safe import ForkSafeLock
 
 __all__ = ["ArrayPool", "SHARED", "aligned_empty", "empty"]
 
@@ -34,11 +34,7 @@ class ArrayPool:
         self.keep = keep
         self.max_bytes = max_bytes
         self._arrays: list[np.ndarray] = []  # least recently used first
-        self._lock = threading.Lock()
-        os.register_at_fork(after_in_child=self._new_lock)  # a child never inherits it held
-
-    def _new_lock(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
 
     def take(self, shape: tuple[int, ...]) -> np.ndarray:
         """A free array of `shape` (contents undefined)."""

@@ -22,6 +22,7 @@ from video_tfrecords.records.checksums import (
     masked_crc,
 )
 from video_tfrecords.records.example_parser import ByteValues, parse_example
+from video_tfrecords.records.fork_safe import ForkSafeLock
 
 __all__ = ["TfRecordShard"]
 
@@ -29,16 +30,7 @@ _TFRECORD_HEADER = 12  # uint64 length + uint32 masked CRC of the length
 _TFRECORD_FOOTER = 4  # uint32 masked CRC of the data
 # Opening a file and indexing it happen once per process, even with reader threads
 # (Grain's). Re-entrant: indexing opens the file.
-_OPENING = threading.RLock()
-
-
-def _new_opening_lock() -> None:
-    """A fresh lock in a forked child (the parent's may have been held by another thread)."""
-    global _OPENING
-    _OPENING = threading.RLock()
-
-
-os.register_at_fork(after_in_child=_new_opening_lock)
+_OPENING = ForkSafeLock(threading.RLock)
 
 
 class TfRecordShard:
