@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -367,7 +368,7 @@ def test_a_failed_shard_attempt_leaves_nothing_and_a_retry_commits(manual, tmp_p
         dataset_name="video_tfrecords",
         dataset_dir=folder,
         attempts_dir=attempts,
-        features=json.dumps(builder.info.features.to_json()),
+        features=builder.info.features,
     )
     calls = []
 
@@ -436,3 +437,70 @@ def test_an_error_in_a_retried_task_is_not_a_death(manual, tmp_path, monkeypatch
 )  # fmt: skip
 def test_a_local_master_retries_tasks(master, expected):
     assert spark_build.with_retries(master) == expected
+
+
+TASK_IN_A_FRESH_PROCESS = """
+import pickle, sys
+fn, groups = pickle.load(sys.stdin.buffer)
+results = [result for group in groups for result in fn(group, 0)]
+sys.stdout.buffer.write(pickle.dumps((results, "tensorflow" in sys.modules)))
+"""
+
+
+def run_tasks_fresh(fn, groups):
+    """`fn` over `groups` in a new Python process, as an executor's worker runs them (from
+    their pickles); the results, and whether the process imported TensorFlow."""
+    done = subprocess.run(
+        [sys.executable, "-c", TASK_IN_A_FRESH_PROCESS],
+        input=pickle.dumps((fn, groups)),
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    return pickle.loads(done.stdout)
+
+
+@pytest.mark.parametrize("file_format", ["tfrecord", "array_record"])
+def test_tasks_never_import_tensorflow(manual, tmp_path, file_format):
+    """An executor's Python workers encode and write shards without TensorFlow (its import
+    costs each worker ~2 CPU-s and ~570 MB); TFDS reads the shard they wrote."""
+    builder = tfds.builder(
+        "video_tfrecords",
+        data_dir=str(tmp_path),
+        config=VideoConfig(**CONFIG),
+        file_format=file_format,
+    )
+    tasks = builder.plan(manual, tmp_path / "downloads")["validation"]
+    items = [("validation", i, task) for i, task in enumerate(tasks)]
+    encoded, imported = run_tasks_fresh(distributed.encode_group, [items])
+    assert not imported and [e.index for e in encoded] == [0, 1]
+    folder = tmp_path / "video_tfrecords" / NAME / DATASET_VERSION
+    folder.mkdir(parents=True)
+    (job,) = shards.plan(
+        "validation",
+        [(task, e.entry) for task, e in zip(tasks, encoded)],
+        download_config=tfds.download.DownloadConfig(),
+        file_format=tfds.core.FileFormat(file_format),
+        dataset_name="video_tfrecords",
+        dataset_dir=folder,
+        attempts_dir=tmp_path,
+        features=builder.info.features,
+    )
+    (result,), imported = run_tasks_fresh(distributed.write_group, [[job]])
+    assert not imported and result.num_examples == 4
+    builder.info.set_splits(
+        tfds.core.SplitDict(
+            [shards.split_info("validation", [job], [result], shards.file_template(
+                "validation", tfds.core.FileFormat(file_format), "video_tfrecords", folder))]
+        )
+    )  # fmt: skip
+    builder.info.write_to_directory(folder)
+    reread = tfds.builder_from_directory(str(folder))
+    examples = (
+        list(reread.as_data_source("validation"))
+        if file_format == "array_record"
+        else list(tfds.as_numpy(reread.as_dataset("validation")))
+    )
+    assert sorted((e["filename"], int(e["segment"])) for e in examples) == [
+        (b"v6.mp4", 0), (b"v6.mp4", 1), (b"v6.mp4", 2), (b"v7.mp4", 0)
+    ]  # fmt: skip

@@ -134,7 +134,6 @@ def build(
         folder.rmtree(missing_ok=True)
         folder.mkdir(parents=True)
     file_format = tfds.core.FileFormat(builder.info.file_format or "tfrecord")
-    features = json.dumps(builder.info.features.to_json())
     jobs = {
         split: shards.plan(
             split,
@@ -144,7 +143,7 @@ def build(
             dataset_name=builder.name,
             dataset_dir=staging,
             attempts_dir=attempts,
-            features=features,
+            features=builder.info.features,
         )
         for split, split_outcomes in outcomes.items()
     }
