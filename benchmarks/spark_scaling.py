@@ -4,7 +4,9 @@ Scaling: each core count builds the same 32 videos in a process of its own, into
 dir (no cache to read back). The videos are 10 s, 300 frames of 1280x720, about 1 core-second
 each to build (a Kinetics video: 150 core-hours / 650k = 0.83). The driver's start-up (the JVM
 and session on `local[N]`, and TensorFlow, which TFDS's builder imports) is timed apart from
-the build (`spark_build.build`: planning, encoding tasks, shard tasks, metadata).
+the build (`spark_build.build`: planning, encoding tasks, shard tasks, metadata). Beside it, the
+floor: the same videos encoded by `encoding.encode` in a process pool of 1 and of 2 workers, no
+Spark (what the two cores give the encoding alone).
 Planning: `build/distributed.plan` (manifests read and checked, one task per line, a stat per
 video, groups of even size) plus pickling the groups as Spark ships them, on a synthetic
 manifest whose lines point at files that do not exist (a stat each all the same).
@@ -45,12 +47,33 @@ def child(cores: int, manual_dir: str, data_dir: str) -> None:
     print(json.dumps({"start": started - start, "build": done - started}))
 
 
-def spark_build_seconds(cores: int, manual_dir: str, data_dir: str) -> dict:
+def child_floor(workers: int, manual_dir: str, data_dir: str) -> None:
+    """The videos encoded by a pool of `workers` processes, no Spark; prints its seconds."""
+    import multiprocessing
+
+    import tensorflow_datasets as tfds
+
+    from video_tfrecords.build import encoding
+    from video_tfrecords.spark_build import video_config
+
+    builder = tfds.builder("video_tfrecords", config=video_config(CONFIG), data_dir=data_dir)
+    tasks = builder.plan(manual_dir, os.path.join(data_dir, "downloads"), decoder_threads=1)
+    every = [task for split_tasks in tasks.values() for task in split_tasks]
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(workers, initializer=encoding.init_worker) as pool:
+        pool.map(abs, range(workers))  # the workers started before the clock
+        start = time.perf_counter()
+        pool.map(encoding.encode, every, chunksize=1)
+        print(json.dumps({"build": time.perf_counter() - start}))
+
+
+def child_seconds(kind: str, cores: int, manual_dir: str, data_dir: str) -> dict:
+    """One child's timings (`--child`: a Spark build, `--floor`: the pool) on a fresh data dir."""
     shutil.rmtree(data_dir, ignore_errors=True)
     command = [
         sys.executable,
         os.path.abspath(__file__),
-        "--child",
+        kind,
         str(cores),
         manual_dir,
         data_dir,
@@ -59,7 +82,7 @@ def spark_build_seconds(cores: int, manual_dir: str, data_dir: str) -> dict:
         command, env=builds.child_env(), capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
-        raise RuntimeError(f"the Spark build failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"{kind} {cores} failed:\n{done.stderr[-3000:]}")
     shutil.rmtree(data_dir, ignore_errors=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -89,8 +112,9 @@ def planning_seconds(out: str, lines: int) -> tuple[float, float, int]:
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["--child"]:
-        child(int(sys.argv[2]), sys.argv[3], sys.argv[4])
+    if sys.argv[1:2] in (["--child"], ["--floor"]):
+        run = child if sys.argv[1] == "--child" else child_floor
+        run(int(sys.argv[2]), sys.argv[3], sys.argv[4])
         return
     parser = timing.arguments(__doc__, "spark")
     parser.add_argument("--videos", type=int, default=32, help="videos in the build (1280x720)")
@@ -103,11 +127,14 @@ def main() -> None:
         os.path.join(out, f"videos_{height}p_{frames}"), count, frames, height, width
     )
     manual_dir = video_sets.video_set(os.path.join(out, "manual"), videos).manual_dir
-    results = {}
+    results, floor = {}, {}
     for cores in (1, 2):
         timing.log(f"building {count} videos on local[{cores}]")
-        results[cores] = spark_build_seconds(cores, manual_dir, os.path.join(out, "data"))
+        results[cores] = child_seconds("--child", cores, manual_dir, os.path.join(out, "data"))
         timing.log(f"local[{cores}]: {results[cores]}")
+    for cores in (1, 2):
+        floor[cores] = child_seconds("--floor", cores, manual_dir, os.path.join(out, "data"))
+        timing.log(f"floor, {cores} processes: {floor[cores]}")
     plan, pickling, groups = planning_seconds(out, lines)
     one, two = results[1]["build"], results[2]["build"]
     header = ["Benchmark", "Variant", "Result", "Ratio", "Target"]
@@ -122,6 +149,15 @@ def main() -> None:
         for cores in (1, 2)
     ]
     rows.append(["Spark build", "2 cores / 1 core", "", f"{two / one:.3f}", "<= 0.6"])
+    rows.append(
+        [
+            "floor: encoding alone, no Spark",
+            "a process pool of 1 and of 2",
+            f"{floor[1]['build']:.1f} s / {floor[2]['build']:.1f} s",
+            f"{floor[2]['build'] / floor[1]['build']:.3f}",
+            "",
+        ]
+    )
     rows.append(
         [
             "Spark plan",
