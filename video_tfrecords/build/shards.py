@@ -15,25 +15,24 @@ TFDS split infos (`split_info`).
 
 No task imports TensorFlow, which would cost every Python worker of an
 executor about 2 CPU-seconds and 570 MB: the features travel pickled (TFDS
-rebuilding them from JSON imports it), and TFRecord's framing is written here
-(TFDS's TFRecord writer is TensorFlow's); array_record goes through TFDS's
-`ExampleWriter`.
+rebuilding them from JSON imports it), TFRecord files are written by
+`records.tfrecord_shard.write_tfrecord` (TFDS's TFRecord writer is
+TensorFlow's), array_record files by TFDS's `ExampleWriter`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import struct
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import tensorflow_datasets as tfds
 from etils import epath
 from tensorflow_datasets.core.utils import shard_utils
 
 from video_tfrecords.build import cache, encoding
-from video_tfrecords.records import checksums
+from video_tfrecords.records.tfrecord_shard import write_tfrecord
 
 Video = tuple[encoding.Task, cache.Entry]
 Part = tuple[encoding.Task, cache.Entry, int, int]  # a video's segments start to stop
@@ -160,17 +159,6 @@ def write(job: ShardJob) -> ShardResult:
         attempt.unlink(missing_ok=True)
         raise
     return ShardResult(job.split, job.index, num_examples, num_bytes)
-
-
-def write_tfrecord(path: epath.Path, records: Iterable[bytes]) -> None:
-    """A TFRecord file: each record as its length, the length's masked CRC32C, the data and
-    the data's masked CRC32C (what `tf.io.TFRecordWriter` writes)."""
-    with path.open("wb") as f:
-        for data in records:
-            length = struct.pack("<Q", len(data))
-            f.write(length + struct.pack("<I", checksums.masked_crc(length)))
-            f.write(data)
-            f.write(struct.pack("<I", checksums.masked_crc(data)))
 
 
 def split_info(

@@ -1,4 +1,5 @@
-"""Random access to one TFRecord shard: an index of record offsets into a read-only memory map.
+"""One TFRecord shard: read by random access (an index of record offsets into a read-only
+memory map), and written without TensorFlow.
 
 A record is a view into the page cache (no copy), and a read touches only the
 pages it uses. Record headers are checked when the file is indexed; a
@@ -12,6 +13,7 @@ import mmap
 import os
 import struct
 import threading
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -24,7 +26,7 @@ from video_tfrecords.records.checksums import (
 from video_tfrecords.records.example_parser import ByteValues, parse_example
 from video_tfrecords.records.fork_safe import ForkSafeLock
 
-__all__ = ["TfRecordShard"]
+__all__ = ["TfRecordShard", "write_tfrecord"]
 
 _TFRECORD_HEADER = 12  # uint64 length + uint32 masked CRC of the length
 _TFRECORD_FOOTER = 4  # uint32 masked CRC of the data
@@ -170,3 +172,15 @@ def _video_hint(data) -> str:
         return f" of video `{bytes(name[0]).decode('utf-8')}`" if name else ""
     except Exception:  # noqa: BLE001 - only a hint for an error message being raised
         return ""
+
+
+def write_tfrecord(path, records: Iterable[bytes]) -> None:
+    """Writes a TFRecord file at `path` (an `etils.epath.Path`, local or remote): each record
+    as its length, the length's masked CRC32C, the data and the data's masked CRC32C, as
+    `tf.io.TFRecordWriter` does."""
+    with path.open("wb") as f:
+        for data in records:
+            length = struct.pack("<Q", len(data))
+            f.write(length + struct.pack("<I", masked_crc(length)))
+            f.write(data)
+            f.write(struct.pack("<I", masked_crc(data)))
