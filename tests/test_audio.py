@@ -339,13 +339,25 @@ def test_clip_dataset_with_audio_and_no_fps_says_to_pass_it(whole):
                      batch_size=2, num_frames=4, audio=True, crop_size=(64, 96))  # fmt: skip
 
 
-def test_a_batch_of_windows_of_different_lengths_says_to_pass_fps():
+def test_a_window_that_does_not_fit_the_batch_names_the_record(whole):
+    """Windows are cut straight into the batch (their length is fixed by fps=): one of another
+    length is an error naming its record, not a silently cut window."""
     from video_tfrecords import input_pipeline
 
-    batch = input_pipeline._stacked_audio(None, 0, 2, {"audio": np.zeros((100, 1), np.float32)})
-    with pytest.raises(ValueError, match="one length: video `b.mp4` .* pass fps="):
-        longer = {"audio": np.zeros((120, 1)), "filename": "b.mp4"}
-        input_pipeline._stacked_audio(batch, 1, 2, longer)
+    clip = {"num_frames": 4, "stride": 1, "fps": FPS, "crop_size": (64, 96)}
+    reader = source(whole, audio=True, seed=1, **clip)
+    length = 4 * RATE // FPS
+    batch = input_pipeline.BatchReader(reader, [4, 64, 96, 3], seeded=True,
+                                       audio_shape=[length, 1])  # fmt: skip
+    clips, sounds, labels = batch.read(np.array([0, 1]), np.array([7, 7]))
+    assert sounds.shape == (2, length, 1) and clips.shape == (2, 4, 64, 96, 3)
+    assert labels.tolist() == [reader[0]["label"], reader[1]["label"]]
+    np.testing.assert_array_equal(sounds[0], reader.get(0, seed=7)["audio"])
+    wrong = input_pipeline.BatchReader(reader, [4, 64, 96, 3], seeded=True,
+                                       audio_shape=[length + 20, 1])  # fmt: skip
+    where = r"record 0 of \S+tfrecord\S+, split 'train'"
+    with pytest.raises(ValueError, match=rf"audio_out= must be .*{where}"):
+        wrong.read(np.array([0]), np.array([7]))
 
 
 def test_segments_and_read_time_fps_keep_clips_aligned(segmented):

@@ -255,8 +255,9 @@ class BatchReader:
         self.clip_shape = None if None in clip_shape else tuple(clip_shape)  # when static
         self.seeded = seeded
         self.buffers = buffers.SHARED
-        self.audio = audio_shape is not None
-        self.audio_shape = None if not self.audio or None in audio_shape else tuple(audio_shape)
+        # Static whenever there are records: clip_dataset requires fps= with audio, and a
+        # dataset has one audio rate. Each clip's window is cut straight into the batch.
+        self.audio_shape = None if audio_shape is None else tuple(audio_shape)
 
     def read(self, indices: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, ...]:
         """(clips uint8 [B, ...], labels int64 [B]), with audio (clips, audio float32 [B, ...],
@@ -300,25 +301,5 @@ class BatchReader:
                     f"gives {video.shape}, the batch's first {clips.shape[1:]}; set crop_size "
                     "or short_side, or build with a fixed `size`."
                 )
-            if self.audio:
-                sounds = _stacked_audio(sounds, k, len(indices), example)
             labels[k] = example["label"]
-        return (clips, labels) if not self.audio else (clips, sounds, labels)
-
-
-def _stacked_audio(sounds, k: int, batch: int, example: dict) -> np.ndarray:
-    """The batch's audio with example k's in place (already, when decoded into it)."""
-    audio = example["audio"]
-    if sounds is None:
-        sounds = np.empty((batch, *audio.shape), np.float32)
-    elif audio.shape != sounds.shape[1:]:
-        raise ValueError(
-            f"Audio of one batch must have one length: video `{example['filename']}` gives "
-            f"{audio.shape}, the batch's first {sounds.shape[1:]} (stored frame rates differ: "
-            "pass fps= so that every window lasts the same time)."
-        )
-    if not np.shares_memory(audio, sounds[k]):
-        sounds[k] = audio
-    return sounds
-
-
+        return (clips, labels) if sounds is None else (clips, sounds, labels)
