@@ -14,7 +14,7 @@ import numpy as np
 
 from video_tfrecords.clips import audio as clip_audio
 from video_tfrecords.clips import decode_np, keys
-from video_tfrecords.clips.spec import ClipSpec, is_int
+from video_tfrecords.clips.spec import ClipSpec, check_non_negative_int, is_int
 from video_tfrecords.records import dataset_files, example_parser, shard_reader
 from video_tfrecords.records.checksums import CheckedFrames, CorruptRecordError
 
@@ -188,9 +188,7 @@ class ClipSource:
         In this process only: DataLoader workers, above all persistent ones, keep their copy's
         epoch. There, use indices that carry their epoch (`sampler`).
         """
-        if not is_int(epoch) or epoch < 0:
-            raise ValueError(f"epoch must be a non-negative int, got {epoch!r}.")
-        self._epoch = int(epoch)
+        self._epoch = check_non_negative_int("epoch", epoch)
 
     def sampler(self, *, shuffle: bool = True, seed: int | None = None) -> EpochSampler:
         """Indices for a `torch.utils.data.DataLoader(source, sampler=...)` that carry the epoch.
@@ -382,9 +380,7 @@ class EpochSampler:
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
-        if not is_int(epoch) or epoch < 0:
-            raise ValueError(f"epoch must be a non-negative int, got {epoch!r}.")
-        self.epoch = int(epoch)
+        self.epoch = check_non_negative_int("epoch", epoch)
 
     def __len__(self) -> int:
         return self.length

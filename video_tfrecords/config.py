@@ -112,28 +112,38 @@ class VideoConfig(tfds.core.BuilderConfig):
 def _is_size(value) -> bool:
     return (
         isinstance(value, (tuple, list)) and len(value) == 2
-        and all(is_int(v) and v > 0 for v in value)
+        and all(_positive_int(v) for v in value)
     )
+
+
+def _positive_int(value) -> bool:
+    return is_int(value) and value > 0
+
+
+def _bool(value) -> bool:
+    return isinstance(value, bool)
+
+
+def _or_none(check):
+    return lambda value: value is None or check(value)
 
 
 # Field -> (what it takes, in words; whether a value is that).
 _RULES = {
-    "short_side": ("a positive int or None", lambda v: v is None or (is_int(v) and v > 0)),
-    "size": ("(height, width), two positive ints, or None", lambda v: v is None or _is_size(v)),
-    "upscale": ("true or false", lambda v: isinstance(v, bool)),
-    "coded_aspect": ("true or false", lambda v: isinstance(v, bool)),
-    "fps": ("a positive number or None", lambda v: v is None or (is_finite_number(v) and v > 0)),
-    "max_frames": ("a positive int or None", lambda v: v is None or (is_int(v) and v > 0)),
-    "num_frames": ("a positive int or None", lambda v: v is None or (is_int(v) and v > 0)),
+    "short_side": ("a positive int or None", _or_none(_positive_int)),
+    "size": ("(height, width), two positive ints, or None", _or_none(_is_size)),
+    "upscale": ("true or false", _bool),
+    "coded_aspect": ("true or false", _bool),
+    "fps": ("a positive number or None", _or_none(lambda v: is_finite_number(v) and v > 0)),
+    "max_frames": ("a positive int or None", _or_none(_positive_int)),
+    "num_frames": ("a positive int or None", _or_none(_positive_int)),
     "jpeg_quality": ("an int from 1 to 100", lambda v: is_int(v) and 1 <= v <= 100),
-    "segment_frames": ("a positive int or None", lambda v: v is None or (is_int(v) and v > 0)),
-    "strict": ("true or false", lambda v: isinstance(v, bool)),
+    "segment_frames": ("a positive int or None", _or_none(_positive_int)),
+    "strict": ("true or false", _bool),
     "num_workers": ("an int >= 0 (0: one per core)", lambda v: is_int(v) and v >= 0),
-    "keep_cache": ("true or false", lambda v: isinstance(v, bool)),
+    "keep_cache": ("true or false", _bool),
     "deinterlace": ('"auto" or False', lambda v: v is False or v == "auto"),
-    "audio_rate": (
-        "a positive int (samples per second) or None", lambda v: v is None or (is_int(v) and v > 0)
-    ),
+    "audio_rate": ("a positive int (samples per second) or None", _or_none(_positive_int)),
     "audio_channels": ("1 (mono) or 2 (stereo)", lambda v: is_int(v) and v in (1, 2)),
 }
 

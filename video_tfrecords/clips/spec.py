@@ -16,7 +16,7 @@ import numpy as np
 from video_tfrecords.clips import geometry
 from video_tfrecords.clips.backends import NP_OPS
 
-__all__ = ["ClipSpec", "check_positive_int", "is_finite_number", "is_int"]
+__all__ = ["ClipSpec", "check_non_negative_int", "check_positive_int", "is_finite_number", "is_int"]
 
 MODES = ("random", "center", "uniform", "segments", "segment_centers")
 SEGMENT_MODES = ("segments", "segment_centers")
@@ -33,6 +33,13 @@ def check_positive_int(name: str, value) -> int:
     """`value` as an int, or a ValueError naming the argument."""
     if not is_int(value) or value <= 0:
         raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    return int(value)
+
+
+def check_non_negative_int(name: str, value) -> int:
+    """`value` as an int, or a ValueError naming the argument."""
+    if not is_int(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {value!r}.")
     return int(value)
 
 
