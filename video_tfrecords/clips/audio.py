@@ -31,6 +31,11 @@ __all__ = [
 SCALE = 1.0 / 32768  # int16 -> [-1, 1)
 
 
+def _nearest(ops, x):
+    """int64 round half up: the build's rounding (`audio_io.sample_at`), on both backends."""
+    return ops.floor_i64(x + 0.5)
+
+
 def window_length(ops, spec, rate, source_fps):
     """Samples per window: round(num_frames * stride * rate / fps), fps = `spec.fps`, else the
     stored frame rate (`source_fps`)."""
@@ -38,7 +43,7 @@ def window_length(ops, spec, rate, source_fps):
     if fps is None:
         raise ValueError("audio=True needs each video's stored frame rate (pass source_fps=).")
     periods = ops.f64(spec.num_frames * spec.stride)
-    return ops.floor_i64(periods * ops.f64(rate) / ops.f64(fps) + 0.5)
+    return _nearest(ops, periods * ops.f64(rate) / ops.f64(fps))
 
 
 def window_starts(ops, indices, timestamps, source_fps, rate):
@@ -52,11 +57,9 @@ def window_starts(ops, indices, timestamps, source_fps, rate):
     if timestamps is None:
         if source_fps is None:
             raise ValueError("audio=True needs each video's timestamps (or its stored frame rate).")
-        return ops.floor_i64(ops.f64(first) / ops.f64(source_fps) * rate + 0.5)
+        return _nearest(ops, ops.f64(first) / ops.f64(source_fps) * rate)
     times = ops.f64(timestamps)
-    return ops.floor_i64(ops.gather(times, first) * rate + 0.5) - ops.floor_i64(
-        times[0] * rate + 0.5
-    )
+    return _nearest(ops, ops.gather(times, first) * rate) - _nearest(ops, times[0] * rate)
 
 
 def _missing(samples, rate):
