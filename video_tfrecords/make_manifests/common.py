@@ -114,6 +114,12 @@ def ordered_classes(names) -> list[str]:
     return [pinned[i] if i in pinned else next(rest) for i in range(len(names))]
 
 
+def stem_and_extension(file_name: str) -> tuple[str, str | None]:
+    """`v_YoYo_g01_c01.avi` -> ("v_YoYo_g01_c01", "avi"); a name without a dot -> (name, None)."""
+    stem, dot, extension = file_name.rpartition(".")
+    return (stem, extension) if dot else (file_name, None)
+
+
 def is_id(text: str) -> bool:
     """Whether the builder would read `text` as integer id `text` (no sign, no leading zero)."""
     return text.isascii() and text.isdigit() and str(int(text)) == text

@@ -49,8 +49,7 @@ def read(annotations: str, fold: int = 1) -> common.Parsed:
             elif fields[1] == "0":
                 unused += 1
             else:
-                stem, dot, ext = fields[0].rpartition(".")
-                stem, ext = (stem, ext) if dot else (fields[0], None)
+                stem, ext = common.stem_and_extension(fields[0])
                 video = f"{class_name}/{fields[0]}"
                 items.append(common.Annotation(where, FLAGS[fields[1]], label, (stem,), video, ext))
     notes = [f"{unused:,} videos flagged 0 (not used in fold {fold})"] if unused else []

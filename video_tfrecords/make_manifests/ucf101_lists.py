@@ -84,8 +84,7 @@ def read(annotations: str, fold: int = 1) -> common.Parsed:
             else:
                 problems.append(f"{where}: the folder {folder!r} is not a class of classInd.txt")
                 continue
-            stem, dot, ext = file_name.rpartition(".")
-            stem, ext = (stem, ext) if dot else (file_name, None)
+            stem, ext = common.stem_and_extension(file_name)
             items.append(common.Annotation(where, split, label, (stem,), video, ext, True))
     return common.Parsed(classes, items, problems)
 
