@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import pickle
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from awscrt import checksums
 from etils import epath
@@ -43,16 +43,21 @@ def is_remote(path: str) -> bool:
     return "://" in path
 
 
-def video_key(path: str, config_fields: Mapping, name: str) -> str:
-    """Hex key of one video under one config: its path, size, mtime, the config's fields,
-    and `name`, what the manifest calls it (split and path as written): two manifest
-    lines naming one file get entries of their own, as they may be encoded at once."""
-    if is_remote(path):  # what epath can tell
+def file_identity(path: str) -> tuple[str, int, float]:
+    """(resolved path, size, modification time) of a file: os.stat's nanoseconds for a local
+    file, what etils.epath tells for a remote one. OSError if it cannot be found."""
+    if is_remote(path):
         stat = epath.Path(path).stat()
-        size, mtime = stat.length, stat.mtime
-    else:
-        stat = os.stat(path)
-        path, size, mtime = os.path.abspath(path), stat.st_size, stat.st_mtime_ns
+        return path, stat.length, stat.mtime
+    stat = os.stat(path)
+    return os.path.abspath(path), stat.st_size, stat.st_mtime_ns
+
+
+def video_key(path: str, config_fields: Mapping, name: str) -> str:
+    """Hex key of one video under one config: its file's identity (path, size, mtime), the
+    config's fields, and `name`, what the manifest calls it (split and path as written): two
+    manifest lines naming one file get entries of their own, as they may be encoded at once."""
+    path, size, mtime = file_identity(path)
     identity = {
         "format": FORMAT,
         "path": path,
@@ -147,6 +152,23 @@ class Cache:
 
     def writer(self, key: str) -> EntryWriter:
         return EntryWriter(self.folder(key))
+
+    def keep_only(self, keys: Iterable[str]) -> int:
+        """Removes every entry, finished or not, but those of `keys` (what a finished build
+        read): entries of videos gone from the manifests, of files since replaced, of an
+        earlier config. The cache then holds one copy of the dataset's examples, not one per
+        build. Returns the number removed."""
+        keys, removed = set(keys), 0
+        if not self.root.exists():
+            return 0
+        for prefix in self.root.iterdir():
+            if len(prefix.name) != 2 or not prefix.is_dir():
+                continue  # not a key's folder (a distributed build's marks)
+            for folder in prefix.iterdir():
+                if folder.name not in keys:
+                    folder.rmtree()
+                    removed += 1
+        return removed
 
     def count(self) -> int:
         """The number of finished entries (videos that a rerun does not encode again)."""

@@ -16,10 +16,9 @@ import heapq
 import math
 import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from video_tfrecords.build import cache
+from video_tfrecords.build import cache, provenance
 
 Item = TypeVar("Item")
 
@@ -28,8 +27,6 @@ Item = TypeVar("Item")
 MAX_GROUP = 64
 # At least this many groups per core, for the same reason.
 GROUPS_PER_CORE = 16
-STAT_THREADS = 32
-STAT_CHUNK = 2048  # paths a thread stats in one go (a future per path would cost more)
 
 
 def file_sizes(paths: Sequence[str]) -> list[int]:
@@ -44,10 +41,7 @@ def file_sizes(paths: Sequence[str]) -> list[int]:
         except OSError:
             return 0
 
-    sizes = lambda chunk: [size(p) for p in chunk]
-    chunks = [paths[i : i + STAT_CHUNK] for i in range(0, len(paths), STAT_CHUNK)]
-    with ThreadPoolExecutor(STAT_THREADS) as pool:  # a network file system answers in parallel
-        return [n for chunk in pool.map(sizes, chunks) for n in chunk]
+    return provenance.in_threads(size, paths)
 
 
 def group_count(num_items: int, cores: int) -> int:

@@ -1,0 +1,195 @@
+"""What a build is made from (build/provenance.py): recorded from the files as os.stat and
+hashlib see them, and compared in words that name each changed line as FILE:LINE. The files
+are never decoded here, so plain bytes stand in for videos."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import pytest
+
+from video_tfrecords import VideoConfig
+from video_tfrecords.build import manifest, provenance
+
+CONFIG = VideoConfig(name="av", audio_rate=16000, num_workers=1)
+
+
+@pytest.fixture
+def manual(tmp_path):
+    folder = tmp_path / "manual"
+    (folder / "videos").mkdir(parents=True)
+    for i in range(8):
+        (folder / "videos" / f"v{i}.mp4").write_bytes(bytes([i]) * (100 + i))
+    (folder / "train.txt").write_text(
+        "# six videos\n" + "".join(f"videos/v{i}.mp4 c{i % 2}\n" for i in range(6))
+    )
+    (folder / "test.txt").write_text("videos/v6.mp4 c0\n")
+    return folder
+
+
+def record(folder, config=CONFIG):
+    return provenance.collect(folder, manifest.read_dataset(folder), config)
+
+
+def changes(old_folder, new_folder=None, old_config=CONFIG, new_config=CONFIG):
+    old = record(old_folder, old_config)
+    return provenance.differences(old, record(new_folder or old_folder, new_config))
+
+
+def test_the_record_holds_each_input_as_the_file_system_tells_it(manual, tmp_path):
+    got = record(manual)
+    train = got["splits"]["train"]
+    data = (manual / "train.txt").read_bytes()
+    assert train["file"] == str(manual / "train.txt")
+    assert train["sha256"] == hashlib.sha256(data).hexdigest()
+    assert train["lines"] == 7
+    line, path, label, file, size, mtime = train["videos"][2]
+    stat = os.stat(manual / "videos" / "v2.mp4")
+    assert (line, path, label) == (4, "videos/v2.mp4", "c0")
+    assert (file, size, mtime) == (
+        str(manual / "videos" / "v2.mp4"),
+        stat.st_size,
+        stat.st_mtime_ns,
+    )
+    assert got["manual_dir"] == str(manual) and os.path.isabs(got["manual_dir"])
+    assert got["class_names"] == ["c0", "c1"]
+    assert got["labels_file"] is None
+    assert got["config"]["audio_rate"] == 16000 and got["config"]["name"] == "av"
+    assert got["config"]["short_side"] == 256 and got["config"]["deinterlace"] == "auto"
+    # Written and read back as it was; one video a line, for a reader's eye.
+    provenance.write(tmp_path, got)
+    assert provenance.read(tmp_path) == got
+    text = (tmp_path / provenance.FILE).read_text()
+    assert json.loads(text) == got
+    assert sum('"videos/v' in line for line in text.splitlines()) == 7
+    assert provenance.read(tmp_path / "nowhere") is None
+
+
+def test_a_missing_video_is_recorded_as_missing(manual):
+    (manual / "videos" / "v3.mp4").unlink()
+    video = record(manual)["splits"]["train"]["videos"][3]
+    assert video[1] == "videos/v3.mp4" and video[4:] == [None, None]
+
+
+def test_same_inputs_and_what_does_not_change_the_examples_are_no_difference(manual):
+    old = record(manual)
+    assert provenance.differences(old, record(manual)) == []
+    lines = (manual / "train.txt").read_text().splitlines()
+    (manual / "train.txt").write_text("\n".join(["# reordered", *reversed(lines), ""]))
+    faster = VideoConfig(name="av", audio_rate=16000, num_workers=4, keep_cache=False)
+    assert provenance.differences(old, record(manual, faster)) == []
+
+
+def test_lines_added_name_each_new_line(manual):
+    old = record(manual)
+    with open(manual / "train.txt", "a") as f:
+        f.write("videos/v7.mp4 c1\n")
+    train = str(manual / "train.txt")
+    assert provenance.differences(old, record(manual)) == [
+        f"train.txt: 1 line added: {train}:8: videos/v7.mp4"
+    ]
+
+
+def test_many_lines_added_show_a_few_and_count_the_rest(manual):
+    old = record(manual)
+    with open(manual / "train.txt", "a") as f:
+        f.writelines(f"new/{i}.mp4 c0\n" for i in range(10))
+    (change,) = provenance.differences(old, record(manual), few=3)
+    train = str(manual / "train.txt")
+    assert change.startswith(f"train.txt: 10 lines added: {train}:8: new/0.mp4; {train}:9: ")
+    assert change.endswith("; ... and 7 more")
+
+
+def test_lines_removed_name_the_line_the_build_had(manual):
+    old = record(manual)
+    lines = (manual / "train.txt").read_text().splitlines(keepends=True)
+    (manual / "train.txt").write_text("".join(lines[:2] + lines[3:]))
+    train = str(manual / "train.txt")
+    assert provenance.differences(old, record(manual)) == [
+        f"train.txt: 1 line removed (as the build had them): {train}:3: videos/v1.mp4"
+    ]
+
+
+def test_a_label_changed_names_its_line_and_both_labels(manual):
+    old = record(manual)
+    text = (manual / "train.txt").read_text().replace("videos/v4.mp4 c0", "videos/v4.mp4 c1")
+    (manual / "train.txt").write_text(text)
+    train = str(manual / "train.txt")
+    assert provenance.differences(old, record(manual)) == [
+        f"train.txt: 1 line with another label: {train}:6: videos/v4.mp4: label c0 -> c1"
+    ]
+
+
+def test_a_video_file_replaced_under_its_name(manual):
+    old = record(manual)
+    path = manual / "videos" / "v5.mp4"
+    before = os.stat(path)
+    path.write_bytes(b"another video" * 20)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 2_000_000_000))
+    (change,) = provenance.differences(old, record(manual))
+    train = str(manual / "train.txt")
+    assert change.startswith(
+        f"train.txt: 1 video file changed: {train}:7: videos/v5.mp4: 105 -> 260 bytes, modified "
+    )
+    # Same size, new time: still another file (a re-encode of the same length).
+    old = record(manual)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 4_000_000_000))
+    (change,) = provenance.differences(old, record(manual))
+    assert "bytes" not in change and " -> " in change.split("modified ")[1]
+
+
+def test_a_config_field_changed_under_the_same_name(manual):
+    at_8k = VideoConfig(name="av", audio_rate=8000, jpeg_quality=80)
+    assert changes(manual, new_config=at_8k) == [
+        "config 'av': jpeg_quality 90 -> 80; audio_rate 16000 -> 8000"
+    ]
+
+
+def test_another_manual_dir(manual, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "train.txt").write_text(f"{manual}/videos/v0.mp4 c0\n")
+    found = changes(manual, other)
+    assert found == [
+        f"another manual dir: {manual} -> {other}",
+        "class names (2 -> 1 classes): id 1: 'c1' -> none",
+        f"train.txt: 1 line added: {other / 'train.txt'}:1: {manual}/videos/v0.mp4",
+        "train.txt: 6 lines removed (as the build had them): "
+        + "; ".join(f"{manual / 'train.txt'}:{i + 2}: videos/v{i}.mp4" for i in range(5))
+        + "; ... and 1 more",
+        f"split test: no manifest now (it was {manual / 'test.txt'}, 1 video)",
+    ]
+
+
+def test_class_names_changed_by_labels_txt(manual):
+    (manual / "labels.txt").write_text("c0\nc1\n")
+    old = record(manual)
+    (manual / "labels.txt").write_text("c1\nc0\n")
+    assert provenance.differences(old, record(manual)) == [
+        "class names (2 -> 2 classes): id 0: 'c0' -> 'c1', id 1: 'c1' -> 'c0'"
+    ]
+
+
+def test_the_refusal_says_what_changed_and_both_ways_on():
+    text = provenance.stale_message(
+        "video_tfrecords/av/2.3.0", "/data/x", ["one", "two"], "--overwrite", "--config NAME"
+    )
+    assert "  - one\n  - two\n" in text
+    assert "--overwrite" in text and "--data_dir" in text and "--config NAME" in text
+
+
+def test_the_cache_keeps_only_the_entries_a_build_read(tmp_path):
+    from video_tfrecords.build import cache
+
+    store = cache.Cache(tmp_path / "cache")
+    for key in ("aa" + "0" * 30, "ab" + "1" * 30, "bb" + "2" * 30):
+        writer = store.writer(key)
+        writer.add({"video": [b"jpeg"]})
+        writer.finish({"fields": {}, "damage": None})
+    store.writer("cc" + "3" * 30).add({"video": [b"cut short"]})  # a killed build's
+    (tmp_path / "cache" / "attempts").mkdir()
+    assert store.keep_only(["ab" + "1" * 30]) == 3
+    assert store.count() == 1 and store.lookup("ab" + "1" * 30) is not None
+    assert (tmp_path / "cache" / "attempts").is_dir()

@@ -1,0 +1,305 @@
+"""What a build is made from, written beside its dataset_info.json: how a rebuild knows that
+the dataset it finds was built from the same inputs, and says what changed when it was not.
+
+`collect` records, cheaply (one stat a video, no decoding), every input that decides the
+stored examples: each split's manifest (its content hash, line count, and every video line:
+line, path, label, the resolved file and that file's size and modification time), the class
+names (and labels.txt's hash), the config's fields, the manual dir and the encoding's format.
+`write` puts it in `built_from.json` (plain JSON, one video a line: readable without
+TensorFlow, or by eye), `read` gets it back, `differences` compares two records in words:
+per manifest the lines added, removed and relabelled and the video files replaced, each as
+`FILE:LINE`; config fields `old -> new`; another manual dir. Two records without a difference
+build the same dataset: a reordered manifest, comments and `num_workers` change nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from etils import epath
+
+from video_tfrecords.build import cache, manifest
+
+FILE = "built_from.json"
+FORMAT = 1  # of this record's layout
+# Config fields that change how a build runs, not what it writes: never a reason to rebuild.
+RUN_FIELDS = ("num_workers", "keep_cache")
+# tfds.core.BuilderConfig's own fields: the folder's name and version, and words about it.
+BASE_FIELDS = ("name", "version", "release_notes", "supported_versions", "description", "tags")
+FEW = 5  # examples of each kind of change a message shows
+STAT_THREADS = 32
+VIDEO = ("line", "path", "label", "file", "size", "mtime")  # a video line's fields, in order
+
+
+class StaleDatasetError(RuntimeError):
+    """A prepared dataset was built from other inputs than the build's; the message says which
+    and how to go on. Raised before anything is decoded."""
+
+
+def absolute(path: epath.PathLike) -> str:
+    """A local path made absolute (and `~` expanded); a URL as it is."""
+    path = os.fspath(path)
+    return path if cache.is_remote(path) else os.path.abspath(os.path.expanduser(path))
+
+
+def identity(path: str) -> tuple[str, int | None, float | None]:
+    """`cache.file_identity` of a video file, with size and time None when it cannot be found."""
+    try:
+        return cache.file_identity(absolute(path))
+    except OSError:
+        return absolute(path), None, None
+
+
+def in_threads(fn: Callable, items: Sequence, chunk: int = 2048) -> list:
+    """`[fn(item) for item in items]` in STAT_THREADS threads, `chunk` items a task (a future
+    per item would cost more than a local stat): a network file system answers in parallel."""
+    chunks = [items[i : i + chunk] for i in range(0, len(items), chunk)]
+    with ThreadPoolExecutor(STAT_THREADS) as pool:
+        return [
+            result for part in pool.map(lambda c: [fn(x) for x in c], chunks) for result in part
+        ]
+
+
+def _file_record(path: epath.Path) -> dict:
+    data = path.read_bytes()
+    return {
+        "file": str(path),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "lines": len(data.decode("utf-8").splitlines()),
+    }
+
+
+def config_record(config) -> dict:
+    """Every field of a VideoConfig (a dataclass), as JSON gives it back (tuples as lists)."""
+    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    fields["version"] = str(fields["version"]) if fields["version"] is not None else None
+    fields.pop("supported_versions", None)
+    return json.loads(json.dumps(fields, default=str))
+
+
+def collect(manual_dir: epath.PathLike, dataset: manifest.Dataset, config) -> dict:
+    """The record of what a build of `dataset` (read from `manual_dir`) under `config` makes its
+    examples from; one stat per video, in threads."""
+    manual_dir = epath.Path(manual_dir)
+    lines = [(split, e) for split, entries in dataset.splits.items() for e in entries]
+    files = [str(manifest.resolve(manual_dir, e.path)) for _, e in lines]
+    identities = iter(in_threads(identity, files))
+    splits = {}
+    for split, entries in dataset.splits.items():
+        file = _file_record(epath.Path(entries[0].manifest))
+        videos = [[e.line, e.path, e.label, *next(identities)] for e in entries]
+        splits[split] = {**file, "videos": videos}
+    labels_path = manual_dir / manifest.LABELS_FILE
+    return {
+        "format": FORMAT,
+        "encoding_format": cache.FORMAT,
+        "manual_dir": absolute(manual_dir),
+        "config": config_record(config),
+        "labels_file": _file_record(labels_path) if labels_path.exists() else None,
+        "class_names": list(dataset.class_names),
+        "splits": splits,
+    }
+
+
+def write(folder: epath.PathLike, record: Mapping) -> None:
+    """Writes `record` as folder/built_from.json: the top level indented, one video a line."""
+    parts = ["{"]
+    for i, (key, value) in enumerate(record.items()):
+        end = "," if i + 1 < len(record) else ""
+        if key != "splits":
+            parts.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}{end}")
+            continue
+        parts.append('  "splits": {')
+        for j, (split, info) in enumerate(value.items()):
+            head = {k: v for k, v in info.items() if k != "videos"}
+            videos = ",\n".join(
+                "      " + json.dumps(v, ensure_ascii=False) for v in info["videos"]
+            )
+            split_end = "," if j + 1 < len(value) else ""
+            parts.append(
+                f"    {json.dumps(split)}: {json.dumps(head, ensure_ascii=False)[:-1]}, "
+                f'"videos": [\n{videos}\n    ]}}{split_end}'
+            )
+        parts.append("  }" + end)
+    parts.append("}\n")
+    temporary = epath.Path(folder) / f"{FILE}.partial"
+    temporary.write_text("\n".join(parts), encoding="utf-8")
+    temporary.rename(epath.Path(folder) / FILE)
+
+
+def read(folder: epath.PathLike) -> dict | None:
+    """The record of the dataset in `folder`, or None if it has none (built before records
+    were kept, or by other means)."""
+    path = epath.Path(folder) / FILE
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+# -- comparing two records -------------------------------------------------------------------
+
+
+def differences(old: Mapping, new: Mapping, few: int = FEW) -> list[str]:
+    """What differs between the inputs of `old` and `new` that changes the examples, one line
+    (or a few) per kind of change, `few` examples of each; empty when a build of `new` would
+    write what `old`'s build wrote."""
+    lines = []
+    if old["encoding_format"] != new["encoding_format"]:
+        lines.append(
+            f"the encoding's format: {old['encoding_format']} -> {new['encoding_format']} (this "
+            "video_tfrecords stores frames differently)"
+        )
+    if old["manual_dir"] != new["manual_dir"]:
+        lines.append(f"another manual dir: {old['manual_dir']} -> {new['manual_dir']}")
+    fields = _config_changes(old["config"], new["config"])
+    if fields:
+        lines.append(f"config {new['config']['name']!r}: {'; '.join(fields)}")
+    if old["class_names"] != new["class_names"]:
+        lines.append(_class_change(old["class_names"], new["class_names"], few))
+    for split in dict.fromkeys([*new["splits"], *old["splits"]]):
+        lines += _split_changes(split, old["splits"].get(split), new["splits"].get(split), few)
+    return lines
+
+
+def _config_changes(old: Mapping, new: Mapping) -> list[str]:
+    ignored = set(BASE_FIELDS) | set(RUN_FIELDS)
+    names = [n for n in new if n not in ignored] + [n for n in old if n not in new]
+    return [
+        f"{name} {_value(old.get(name))} -> {_value(new.get(name))}"
+        for name in dict.fromkeys(names)
+        if name not in ignored and old.get(name) != new.get(name)
+    ]
+
+
+def _value(value) -> str:
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def _class_change(old: list[str], new: list[str], few: int) -> str:
+    changed = [
+        f"id {i}: {_name(old, i)} -> {_name(new, i)}"
+        for i in range(max(len(old), len(new)))
+        if _name(old, i) != _name(new, i)
+    ]
+    return (
+        f"class names ({len(old)} -> {len(new)} classes): "
+        + ", ".join(changed[:few])
+        + (f", ... ({len(changed)} ids)" if len(changed) > few else "")
+    )
+
+
+def _name(names: list[str], i: int) -> str:
+    return repr(names[i]) if i < len(names) else "none"
+
+
+def _split_changes(split: str, old: Mapping | None, new: Mapping | None, few: int) -> list[str]:
+    """A split's changes: its manifest's lines added, removed and relabelled, its videos'
+    files replaced."""
+    if old is None:
+        return [f"split {split}: a new manifest, {new['file']} ({_count(new['videos'], 'video')})"]
+    if new is None:
+        return [
+            f"split {split}: no manifest now (it was {old['file']}, {_count(old['videos'], 'video')})"
+        ]
+    before = {v[1]: dict(zip(VIDEO, v)) for v in old["videos"]}
+    after = {v[1]: dict(zip(VIDEO, v)) for v in new["videos"]}
+    here = lambda video: f"{new['file']}:{video['line']}"
+    added = [f"{here(v)}: {v['path']}" for p, v in after.items() if p not in before]
+    removed = [
+        f"{old['file']}:{v['line']}: {v['path']}" for p, v in before.items() if p not in after
+    ]
+    relabelled, replaced = [], []
+    for path, video in after.items():
+        was = before.get(path)
+        if was is None:
+            continue
+        if was["label"] != video["label"]:
+            relabelled.append(f"{here(video)}: {path}: label {was['label']} -> {video['label']}")
+        file_change = _file_change(was, video)
+        if file_change:
+            replaced.append(f"{here(video)}: {path}: {file_change}")
+    name = os.path.basename(new["file"])
+    kinds = (
+        ("added", added), ("removed (as the build had them)", removed),
+        ("with another label", relabelled),
+    )  # fmt: skip
+    lines = [
+        f"{name}: {_count(items, 'line')} {kind}: {_few(items, few)}"
+        for kind, items in kinds
+        if items
+    ]
+    if replaced:
+        lines.append(f"{name}: {_count(replaced, 'video file')} changed: {_few(replaced, few)}")
+    return lines
+
+
+def _file_change(was: Mapping, now: Mapping) -> str | None:
+    """How a video's file differs, in words; None when it is the same file."""
+    if was["file"] != now["file"]:
+        return f"another file, {was['file']} -> {now['file']}"
+    if was["size"] is None or now["size"] is None:
+        if was["size"] == now["size"]:
+            return None
+        return "found now (missing before)" if was["size"] is None else "missing now"
+    parts = []
+    if was["size"] != now["size"]:
+        parts.append(f"{was['size']:,} -> {now['size']:,} bytes")
+    if was["mtime"] != now["mtime"]:
+        parts.append(f"modified {_when(was['mtime'])} -> {_when(now['mtime'])}")
+    return ", ".join(parts) or None
+
+
+def _when(mtime: float) -> str:
+    """A modification time (ns as os.stat gives it, or seconds as epath's stat) in UTC."""
+    seconds = mtime / 1e9 if isinstance(mtime, int) and mtime > 1e12 else mtime
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    return moment.isoformat(sep=" ", timespec="milliseconds").replace("+00:00", " UTC")
+
+
+def _count(items: Sequence, what: str) -> str:
+    return f"{len(items)} {what}{'' if len(items) == 1 else 's'}"
+
+
+def _few(items: Sequence[str], few: int) -> str:
+    more = f"; ... and {len(items) - few} more" if len(items) > few else ""
+    return "; ".join(items[:few]) + more
+
+
+# -- what a build tells its user -------------------------------------------------------------
+
+
+def stale_message(
+    dataset: str, folder: str, changes: Sequence[str], overwrite: str, other_config: str
+) -> str:
+    """The refusal: which dataset, what changed, and the two ways on. `overwrite` names the
+    engine's way to rebuild; `other_config`, how to name another config."""
+    listed = "\n".join(f"  - {change}" for change in changes)
+    return (
+        f"{dataset} in {folder} was built from other inputs; nothing was decoded, nothing "
+        f"changed. What differs from its {FILE}:\n{listed}\n"
+        f"To rebuild it from these inputs, run the same build with {overwrite} (only new and "
+        f"changed videos are encoded again, if its encoding cache was kept). To keep both, build "
+        f"into another --data_dir, or under another config name ({other_config})."
+    )
+
+
+def up_to_date_line(dataset: str, folder: str, examples: int) -> str:
+    """The one line of a build that finds its dataset already built from the same inputs."""
+    return f"{dataset} in {folder} is up to date ({examples:,} examples): nothing to build."
+
+
+def unknown_line(dataset: str, folder: str, overwrite: str) -> str:
+    """The warning of a build that finds a dataset without a record (built before records were
+    kept): reused, as it cannot be compared."""
+    return (
+        f"WARNING: {dataset} in {folder} has no {FILE} (built before video_tfrecords recorded "
+        f"what a build is made from): reused as it is, unchecked. To rebuild it from these "
+        f"inputs, run the same build with {overwrite}."
+    )
