@@ -173,11 +173,10 @@ def test_class_names_changed_by_labels_txt(manual):
 
 
 def test_the_refusal_says_what_changed_and_both_ways_on():
-    text = provenance.stale_message(
-        "video_tfrecords/av/2.3.0", "/data/x", ["one", "two"], "--overwrite", "--config NAME"
-    )
+    ways = {"overwrite": "--overwrite", "data_dir": "--data_dir", "config": "--config NAME"}
+    text = provenance.stale_message("video_tfrecords/av/2.3.0", "/data/x", ["one", "two"], ways)
     assert "  - one\n  - two\n" in text
-    assert "--overwrite" in text and "--data_dir" in text and "--config NAME" in text
+    assert "--overwrite" in text and "another --data_dir" in text and "--config NAME" in text
 
 
 def test_the_cache_keeps_only_the_entries_a_build_read(tmp_path):

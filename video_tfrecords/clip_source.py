@@ -167,6 +167,13 @@ class ClipSource:
         self.__dict__.update(state)
         self._new_fingerprint_cache()
 
+    @property
+    def built_from(self) -> dict | None:
+        """What the dataset was built from (its built_from.json): each split's manifest and
+        video lines (with each file's size and modification time), the class names, the
+        config's fields, the manual dir; None for a dataset built before this was recorded."""
+        return dataset_files.read_built_from(self.dataset_dir)
+
     def __len__(self) -> int:
         return len(self._range)
 

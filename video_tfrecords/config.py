@@ -68,8 +68,9 @@ class VideoConfig(tfds.core.BuilderConfig):
         skipping it (or keeping it with a note).
       num_workers: processes that decode and encode videos in parallel during
         a local build (0 = one per CPU core, 1 = in the build process).
-      keep_cache: keep the cache of encoded videos after a successful build
-        (it is what lets a killed build resume; it is removed by default).
+      keep_cache: keep the cache of encoded videos after a successful build (what
+        lets a killed build resume, and an --overwrite rebuild encode only new and
+        changed videos; about the dataset's size again). False removes it.
     """
 
     short_side: int | None = 256
@@ -86,7 +87,7 @@ class VideoConfig(tfds.core.BuilderConfig):
     audio_channels: int = 1
     strict: bool = False
     num_workers: int = 0
-    keep_cache: bool = False
+    keep_cache: bool = True
 
     def __new__(cls, *args, **fields):
         """Refuses an unknown field by name, with the nearest valid one (a typo's fix)."""

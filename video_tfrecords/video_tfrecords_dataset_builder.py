@@ -11,7 +11,7 @@ import tensorflow_datasets as tfds
 from etils import epath
 
 from video_tfrecords import config as config_lib
-from video_tfrecords.build import cache, encoding, manifest, parallel, summary
+from video_tfrecords.build import cache, encoding, manifest, parallel, provenance, summary
 from video_tfrecords.build.encoding import VideoBuildError
 from video_tfrecords.records.array_record_shard import note_array_record_use
 
@@ -150,6 +150,13 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         self._cache_dir = None
         self._outcomes = None  # the local build's worker pool, as a generator of outcomes
         self._manual_dir = config.manual_dir or self._default_manual_dir(download_dir)
+        self._inputs = None
+        prepared = (epath.Path(self.data_path) / "dataset_info.json").exists()
+        if prepared and not config.download_mode.overwrite_dataset:
+            has_inputs = config.manual_dir or manifest.find_manifests(epath.Path(self._manual_dir))
+            if has_inputs:  # tfds.load's call, without a manual dir, reads what is there
+                self.check_prepared(self._manual_dir, tfds_command=summary.run_by_tfds_command())
+                return
         try:
             super().download_and_prepare(
                 download_dir=download_dir, download_config=config, **kwargs
@@ -211,10 +218,59 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             raise self._no_manual_dir() from None
         threads = parallel.threads_per_worker(self._num_workers())
         tasks = self.plan(manual_dir, dl_manager.download_dir, threads)
+        provenance.write(self.data_path, self.built_from)  # TFDS's incomplete folder, for now
         generate = self._generate_with_beam if self._use_beam else self._generate_examples
         return {split: generate(split_tasks) for split, split_tasks in tasks.items()}
 
     # -- the seam every engine builds through (local, Beam, spark_build) -----------
+
+    def read_inputs(self, manual_dir: epath.PathLike) -> tuple[manifest.Dataset, dict]:
+        """The manual dir's checked manifests, and the record of what a build of them under
+        this config is made from (`provenance.collect`: one stat a video); read once."""
+        manual_dir = epath.Path(manual_dir)
+        if getattr(self, "_inputs", None) is None or self._inputs[0] != str(manual_dir):
+            try:
+                dataset = manifest.read_dataset(manual_dir)
+            except FileNotFoundError as e:
+                raise FileNotFoundError(f"{e}\n\n{MANUAL_INSTRUCTIONS}") from None
+            record = provenance.collect(manual_dir, dataset, self.builder_config)
+            self._inputs = (str(manual_dir), dataset, record)
+        return self._inputs[1], self._inputs[2]
+
+    def check_prepared(self, manual_dir: epath.PathLike, *, tfds_command=False, spark=False):
+        """For a dataset already prepared here: prints that it is up to date with the inputs
+        of `manual_dir` (or, for one built before records were kept, that it is unchecked);
+        raises `provenance.StaleDatasetError` naming what changed, before decoding anything
+        (the `tfds` command exits with its message instead)."""
+        _, current = self.read_inputs(manual_dir)
+        folder, name = str(self.data_path), self.info.full_name
+        old = provenance.read(folder)
+        ways = self._ways_on(tfds_command, spark)
+        if old is None:
+            print(provenance.unknown_line(name, folder, ways["overwrite"]), file=sys.stderr)
+            return
+        changes = provenance.differences(old, current)
+        if changes:
+            message = provenance.stale_message(name, folder, changes, ways)
+            if tfds_command:
+                raise SystemExit(message)
+            raise provenance.StaleDatasetError(message)
+        examples = sum(split.num_examples for split in self.info.splits.values())
+        print(provenance.up_to_date_line(name, folder, examples))
+
+    def _ways_on(self, tfds_command: bool, spark: bool) -> dict:
+        """How a user of this engine rebuilds, or builds elsewhere (for the refusal)."""
+        name = f"{self.builder_config.name}_2"
+        if tfds_command or spark:
+            overwrite = "--overwrite" + (" (build(..., overwrite=True))" if spark else "")
+            config = f"""--config '{{"name": "{name}", ...}}'"""
+            return {"overwrite": overwrite, "data_dir": "--data_dir", "config": config}
+        return {
+            "overwrite": "download_config=tfds.download.DownloadConfig(download_mode="
+            "tfds.GenerateMode.FORCE_REDOWNLOAD)",
+            "data_dir": "data_dir",
+            "config": f"VideoConfig(name={name!r}, ...)",
+        }
 
     def plan(
         self, manual_dir: epath.PathLike, download_dir: epath.PathLike, decoder_threads: int = 1
@@ -225,17 +281,14 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         and notes; the encoding cache goes under `download_dir` (TFDS's download dir).
         """
         manual_dir = epath.Path(manual_dir)
-        try:
-            dataset = manifest.read_dataset(manual_dir)
-        except FileNotFoundError as e:
-            raise FileNotFoundError(f"{e}\n\n{MANUAL_INSTRUCTIONS}") from None
+        dataset, self.built_from = self.read_inputs(manual_dir)
         self.info.features["label"].names = dataset.class_names
         self.info.metadata["skipped"] = []
         self.info.metadata["notes"] = []
         self._videos_per_split = {split: len(entries) for split, entries in dataset.splits.items()}
         config = self.builder_config
         self._cache_dir = epath.Path(download_dir) / "video_tfrecords_cache" / config.name
-        return {
+        self._tasks = {
             split: [
                 encoding.Task(
                     split=split,
@@ -250,6 +303,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             ]
             for split, entries in dataset.splits.items()
         }
+        return self._tasks
 
     def record(self, outcome: encoding.Outcome) -> None:
         """Keeps the outcome's skip record and note for `info.metadata`."""
@@ -272,9 +326,13 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                 )
 
     def remove_cache(self) -> None:
-        """Removes the cache of encoded videos after a build, unless the config keeps it."""
+        """After a build, keeps in the cache of encoded videos only what this build read (what
+        an --overwrite rebuild reads back), or removes it if the config does not keep it."""
         cache_dir = getattr(self, "_cache_dir", None)
-        if cache_dir is not None and not self.builder_config.keep_cache:
+        if cache_dir is not None and self.builder_config.keep_cache:
+            tasks = [task for split_tasks in self._tasks.values() for task in split_tasks]
+            cache.Cache(cache_dir).keep_only(provenance.in_threads(encoding.cache_key, tasks))
+        elif cache_dir is not None:
             cache_dir.rmtree(missing_ok=True)
             if cache_dir.parent.exists() and not any(cache_dir.parent.iterdir()):
                 cache_dir.parent.rmdir()

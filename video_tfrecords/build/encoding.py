@@ -119,6 +119,14 @@ def _cache_key(task: Task) -> str:
     return cache.video_key(task.video_path, task.config.frame_fields(), name)
 
 
+def cache_key(task: Task) -> str | None:
+    """The task's cache key, or None for a video that cannot be found."""
+    try:
+        return _cache_key(task)
+    except OSError:
+        return None
+
+
 def resume_order(tasks: list[Task]) -> list[Task]:
     """The tasks, those already in the cache spread evenly among the rest.
 

@@ -25,8 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 from etils import epath
 
 from video_tfrecords.build import cache, manifest
+from video_tfrecords.records import dataset_files
 
-FILE = "built_from.json"
+FILE = dataset_files.BUILT_FROM
 FORMAT = 1  # of this record's layout
 # Config fields that change how a build runs, not what it writes: never a reason to rebuild.
 RUN_FIELDS = ("num_workers", "keep_cache")
@@ -275,24 +276,23 @@ def _few(items: Sequence[str], few: int) -> str:
 # -- what a build tells its user -------------------------------------------------------------
 
 
-def stale_message(
-    dataset: str, folder: str, changes: Sequence[str], overwrite: str, other_config: str
-) -> str:
-    """The refusal: which dataset, what changed, and the two ways on. `overwrite` names the
-    engine's way to rebuild; `other_config`, how to name another config."""
+def stale_message(dataset: str, folder: str, changes: Sequence[str], ways: Mapping) -> str:
+    """The refusal: which dataset, what changed, and the two ways on, in the engine's words
+    (`ways`: "overwrite", "data_dir", "config": how to rebuild, and to build elsewhere)."""
     listed = "\n".join(f"  - {change}" for change in changes)
     return (
-        f"{dataset} in {folder} was built from other inputs; nothing was decoded, nothing "
-        f"changed. What differs from its {FILE}:\n{listed}\n"
-        f"To rebuild it from these inputs, run the same build with {overwrite} (only new and "
-        f"changed videos are encoded again, if its encoding cache was kept). To keep both, build "
-        f"into another --data_dir, or under another config name ({other_config})."
+        f"{dataset} ({folder}) was built from other inputs; nothing was decoded or changed. "
+        f"What differs from its {FILE}:\n{listed}\n"
+        f"To rebuild it from these inputs, run the same build with {ways['overwrite']} (it "
+        f"encodes only the new and changed videos, if its encoding cache was kept). To keep "
+        f"both, build into another {ways['data_dir']}, or under another config name "
+        f"({ways['config']})."
     )
 
 
 def up_to_date_line(dataset: str, folder: str, examples: int) -> str:
     """The one line of a build that finds its dataset already built from the same inputs."""
-    return f"{dataset} in {folder} is up to date ({examples:,} examples): nothing to build."
+    return f"{dataset} is up to date ({examples:,} examples), nothing to build: {folder}"
 
 
 def unknown_line(dataset: str, folder: str, overwrite: str) -> str:

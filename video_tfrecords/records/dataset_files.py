@@ -26,6 +26,7 @@ __all__ = [
     "default_data_dir",
     "find_dataset_dir",
     "index_range",
+    "read_built_from",
     "read_features",
     "read_info",
     "read_label_names",
@@ -36,6 +37,7 @@ DATASET_NAME = "video_tfrecords"
 FRAME_CHECKSUMS = "frame_crc32c"  # the feature holding each frame's CRC32C
 FINGERPRINT = "video_fingerprint"  # the stored clips.keys.video_fingerprint (2.2.0 on)
 FILE_FORMATS = ("tfrecord", "array_record")
+BUILT_FROM = "built_from.json"  # what the build was made from (ingest/provenance.py writes it)
 
 
 def default_data_dir() -> str:
@@ -128,6 +130,17 @@ def read_info(dataset_dir: str) -> dict:
             return json.load(f)
     except (OSError, ValueError) as e:
         raise FileNotFoundError(f"Cannot read the dataset info {path}: {e}") from e
+
+
+def read_built_from(dataset_dir: str) -> dict | None:
+    """What the dataset in `dataset_dir` was built from: its manifests' lines, each video's
+    file, size and time, the config, the manual dir (None for a build that kept no record)."""
+    path = os.path.join(dataset_dir, BUILT_FROM)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
