@@ -110,10 +110,10 @@ def remove_line(manual):
 
 
 def change_label(manual):
-    text = (manual / "train.txt").read_text().replace("v3.mp4 c1", "v3.mp4 c0")
+    text = (manual / "train.txt").read_text().replace("v3.mp4 c1", "v3.mp4 c2")  # a new class
     (manual / "train.txt").write_text(text)
     where = f"{manual / 'train.txt'}:4: videos/v3.mp4"
-    return f"train.txt: 1 line with another label: {where}: label c1 -> c0", {}, 0
+    return f"train.txt: 1 line with another label: {where}: label c1 -> c2", {}, 0
 
 
 def replace_video(manual):

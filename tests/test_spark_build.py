@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import tensorflow_datasets as tfds
 
 import synthetic
 from video_tfrecords import ClipSource, VideoConfig, clip_dataset, spark_build
-from video_tfrecords.build import distributed, encoding, shards, spread
+from video_tfrecords.build import distributed, encoding, provenance, shards, spread
 from video_tfrecords.config import DATASET_VERSION
 
 NAME = "spark_test"
@@ -170,7 +171,8 @@ def test_spark_build_writes_the_plain_builds_dataset(manual, plain, spark, tmp_p
     assert_same_dataset(data_dir, plain)
     info = tfds.builder(f"video_tfrecords/{NAME}", data_dir=str(data_dir)).info
     assert info.splits["train"].num_shards == info.splits["validation"].num_shards == 4
-    assert not (data_dir / "downloads" / "video_tfrecords_cache").exists()  # removed
+    # The encoding cache is kept (for a rebuild), one entry a video that gave examples.
+    assert len(cache_entries(data_dir)) == 13 - len(info.metadata["skipped"])
     # tfds.load and clip_dataset read it with no flag; ClipSource draws the plain build's
     # seeded clips.
     loaded = tfds.load(f"video_tfrecords/{NAME}", split="validation", data_dir=str(data_dir))
@@ -333,6 +335,80 @@ def test_a_killed_job_reruns_from_the_cache(manual, plain, tmp_path):
     assert len(after) - len(read_back) < videos  # the rerun encoded fewer videos
     # The plain build's examples; its shard lengths too with its shard rule.
     assert_same_examples(data_dir, plain)
+
+
+def test_a_spark_rebuild_refuses_changed_inputs_then_encodes_only_them(
+    manual, spark, tmp_path, capsys
+):
+    """Over a Spark build, the same inputs are up to date, and each kind of change is refused
+    before any task runs, saying what changed; --overwrite then encodes only the new and
+    changed videos and writes what a plain build of the new inputs writes."""
+    small = tmp_path / "manual"
+    small.mkdir()
+    for name in [f"v{i}.mp4" for i in range(8)] + ["bad.mp4", "half.avi"]:
+        shutil.copy2(manual / name, small / name)
+    train, val = small / "train.txt", small / "val.txt"
+    train.write_text(
+        "".join(f"v{i}.mp4 c{i % 3}\n" for i in range(5)) + "bad.mp4 c0\nhalf.avi c1\n"
+    )
+    val.write_text("v6.mp4 c2\nv7.mp4 c0\n")
+    data_dir, config = tmp_path / "spark", VideoConfig(**CONFIG)
+
+    def build(manual_dir=small, video_config=config, **kwargs):
+        return spark_build.build(
+            spark, str(manual_dir), str(data_dir), video_config,
+            download_config=download_config(), **kwargs,
+        )  # fmt: skip
+
+    def refused(**kwargs) -> str:
+        with pytest.raises(provenance.StaleDatasetError) as error:
+            build(**kwargs)
+        assert cache_entries(data_dir) == before  # nothing decoded
+        return str(error.value)
+
+    build()
+    before = cache_entries(data_dir)
+    assert len(before) == 8  # bad.mp4 skipped
+    capsys.readouterr()
+    build()
+    info = tfds.builder(f"video_tfrecords/{NAME}", data_dir=str(data_dir)).info
+    examples = sum(split.num_examples for split in info.splits.values())
+    assert capsys.readouterr().out.startswith(
+        f"video_tfrecords/{NAME}/{DATASET_VERSION} is up to date ({examples} examples), nothing"
+    )
+    with open(train, "a") as f:
+        f.write("v5.mp4 c2\n")
+    assert f"  - train.txt: 1 line added: {train}:8: v5.mp4\n" in refused()
+    train.write_text(train.read_text().replace("v1.mp4 c1\n", ""))
+    assert (
+        f"  - train.txt: 1 line removed (as the build had them): {train}:2: v1.mp4\n" in refused()
+    )
+    train.write_text(train.read_text().replace("v2.mp4 c2", "v2.mp4 c0"))
+    assert f"  - train.txt: 1 line with another label: {train}:2: v2.mp4: label c2 -> c0\n" in (
+        refused()
+    )
+    synthetic.write_video(str(small / "v3.mp4"), synthetic.moving_frames(5, 48, 64, seed=42))
+    os.utime(small / "v3.mp4", ns=(0, os.stat(small / "v3.mp4").st_mtime_ns + 1_000_000_000))
+    message = refused()
+    assert f"  - train.txt: 1 video file changed: {train}:3: v3.mp4: " in message
+    assert "--overwrite (build(..., overwrite=True))" in message and "--data_dir" in message
+    at_q70 = VideoConfig(**{**CONFIG, "jpeg_quality": 70})
+    assert f"  - config '{NAME}': jpeg_quality 90 -> 70\n" in refused(video_config=at_q70)
+    assert f"  - another manual dir: {small} -> {manual}\n" in refused(manual_dir=manual)
+
+    build(overwrite=True)
+    assert sum(before.get(k) != t for k, t in cache_entries(data_dir).items()) == 2  # v5, v3
+    assert len(cache_entries(data_dir)) == 8  # v1's entry went with its line
+    plain_dir = tmp_path / "plain"
+    plain_build(small, plain_dir)
+    assert_same_examples(data_dir, plain_dir)
+    got = tfds.builder(f"video_tfrecords/{NAME}", data_dir=str(data_dir)).info
+    want = tfds.builder(f"video_tfrecords/{NAME}", data_dir=str(plain_dir)).info
+    for split in SPLITS:
+        assert got.splits[split].shard_lengths == want.splits[split].shard_lengths
+    assert got.metadata["skipped"] == want.metadata["skipped"] and want.metadata["skipped"]
+    assert got.metadata["notes"] == want.metadata["notes"] and want.metadata["notes"]
+    assert got.features["label"].names == want.features["label"].names
 
 
 # -- the engine-neutral parts, without Spark -----------------------------------------

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator
 import tensorflow_datasets as tfds
 
 from video_tfrecords import config as config_lib
-from video_tfrecords.build import distributed
+from video_tfrecords.build import distributed, provenance
 from video_tfrecords.video_tfrecords_dataset_builder import Builder
 
 __all__ = ["build", "main", "session"]
@@ -58,20 +58,24 @@ def build(
     *,
     file_format: str | None = None,
     download_config: tfds.download.DownloadConfig | None = None,
+    overwrite: bool = False,
 ) -> str:
     """Builds the dataset of `manual_dir` into `data_dir` with the `spark` session's cluster;
     returns the dataset folder (`data_dir/video_tfrecords/CONFIG/VERSION`).
 
     `config`: a config name (`default`, `native`), its JSON, or a `VideoConfig`.
     `file_format`: "tfrecord" (the default) or "array_record". `download_config`: TFDS's,
-    for its shard sizes (`min_shard_size`, `max_shard_size`, `num_shards`).
+    for its shard sizes (`min_shard_size`, `max_shard_size`, `num_shards`). A dataset already
+    in `data_dir` is kept if built from the same inputs, else refused before anything is
+    decoded (`provenance.StaleDatasetError`, naming each change); `overwrite` rebuilds it,
+    encoding only the new and changed videos (those its kept encoding cache lacks).
     """
     if spark.conf.get("spark.speculation", "false").lower() == "true":
         raise ValueError(
             "spark.speculation is on: two attempts of one task would encode the same videos "
             "into the same cache entries at once. Build with spark.speculation=false."
         )
-    data_dir = distributed.absolute(data_dir)  # the builder's folders, as every executor sees them
+    data_dir = provenance.absolute(data_dir)  # the builder's folders, as every executor sees them
     builder = Builder(config=video_config(config), data_dir=data_dir, file_format=file_format)
     context = spark.sparkContext
     folder = distributed.build(
@@ -81,6 +85,7 @@ def build(
         functools.partial(spark_map, context),
         cores=context.defaultParallelism,
         download_config=download_config,
+        overwrite=overwrite,
     )
     return os.fspath(folder)
 
@@ -158,6 +163,9 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--config", default="default", help="a config name or a JSON VideoConfig")
     parser.add_argument("--master", default=None, help="Spark master URL (default: Spark's own)")
     parser.add_argument("--file_format", default=None, choices=["tfrecord", "array_record"])
+    parser.add_argument(
+        "--overwrite", action="store_true", help="rebuild a dataset built from other inputs"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     data_dir = args.data_dir or tfds.core.constants.get_default_data_dir()
@@ -171,7 +179,13 @@ def main(argv: list[str] | None = None) -> str:
         spark.sparkContext.defaultParallelism,
     )
     start = time.perf_counter()
-    folder = build(spark, args.manual_dir, data_dir, config, file_format=args.file_format)
+    try:
+        folder = build(
+            spark, args.manual_dir, data_dir, config, file_format=args.file_format,
+            overwrite=args.overwrite,
+        )  # fmt: skip
+    except provenance.StaleDatasetError as e:
+        raise SystemExit(str(e)) from None
     log.info("Built %s in %.1f s", folder, time.perf_counter() - start)
     return folder
 

@@ -142,6 +142,20 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             metadata=tfds.core.MetadataDict(),
         )
 
+    @property
+    def info(self) -> tfds.core.DatasetInfo:
+        """TFDS's info, restored from the prepared dataset if there is one; after `start_over`,
+        the rebuild's own."""
+        rebuilt = getattr(self, "_rebuilt_info", None)
+        return rebuilt if rebuilt is not None else super().info
+
+    def start_over(self) -> None:
+        """Before rebuilding a prepared dataset: an info of its own, not the one restored from
+        the old dataset, whose class names TFDS would not let the rebuild change."""
+        fresh = self._info()
+        fresh.set_file_format(self.info.file_format)
+        self._rebuilt_info = fresh
+
     def download_and_prepare(self, *, download_dir=None, download_config=None, **kwargs):
         """Builds, then removes the cache of encoded videos unless the config keeps it, and
         prints a summary; an interrupted build says how to resume."""
@@ -152,7 +166,9 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         self._manual_dir = config.manual_dir or self._default_manual_dir(download_dir)
         self._inputs = None
         prepared = (epath.Path(self.data_path) / "dataset_info.json").exists()
-        if prepared and not config.download_mode.overwrite_dataset:
+        if prepared and config.download_mode.overwrite_dataset:
+            self.start_over()
+        elif prepared:
             has_inputs = config.manual_dir or manifest.find_manifests(epath.Path(self._manual_dir))
             if has_inputs:  # tfds.load's call, without a manual dir, reads what is there
                 self.check_prepared(self._manual_dir, tfds_command=summary.run_by_tfds_command())

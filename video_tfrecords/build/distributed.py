@@ -33,13 +33,12 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable, Sequence
 
 import tensorflow_datasets as tfds
 from etils import epath
 
-from video_tfrecords.build import cache, encoding, shards, spread
+from video_tfrecords.build import cache, encoding, provenance, shards, spread
 
 log = logging.getLogger(__name__)
 
@@ -107,14 +106,19 @@ def build(
     *,
     cores: int,
     download_config: tfds.download.DownloadConfig | None = None,
+    overwrite: bool = False,
 ) -> epath.Path:
     """Builds `builder`'s dataset (a video_tfrecords Builder) with the engine's `map_groups`
-    on `cores` cores; returns the dataset folder. A dataset already built is left as it is."""
-    manual_dir, data_dir = absolute(manual_dir), absolute(data_dir)
+    on `cores` cores; returns the dataset folder. A dataset already built is left as it is if
+    built from the same inputs, else refused (`provenance.StaleDatasetError`), before anything
+    is decoded; `overwrite` rebuilds it (the old one readable until the new one replaces it)."""
+    manual_dir, data_dir = provenance.absolute(manual_dir), provenance.absolute(data_dir)
     final = epath.Path(builder.data_path)
     if (final / "dataset_info.json").exists():
-        log.info("%s is already built: nothing to do", final)
-        return final
+        if not overwrite:
+            builder.check_prepared(manual_dir, spark=True)
+            return final
+        builder.start_over()
     download_config = download_config or tfds.download.DownloadConfig()
     tasks, groups = plan(builder, manual_dir, data_dir, cores)
     encoded = _encode(tasks, groups, map_groups)
@@ -161,18 +165,14 @@ def build(
     ]
     builder.info.set_splits(tfds.core.SplitDict(infos))
     builder.info.write_to_directory(staging)
+    provenance.write(staging, builder.built_from)
     attempts.rmtree(missing_ok=True)
     _save_default_config(builder, final.parent.parent)
+    final.rmtree(missing_ok=True)  # an --overwrite rebuild's old dataset
     staging.rename(final)
     builder.remove_cache()
     builder.print_summary(final, infos)
     return final
-
-
-def absolute(path: epath.PathLike) -> str:
-    """A local path made absolute (tasks run in other folders, on other machines); a URL as is."""
-    path = os.fspath(path)
-    return path if cache.is_remote(path) else os.path.abspath(os.path.expanduser(path))
 
 
 def plan(
@@ -186,7 +186,9 @@ def plan(
     engine runs, of even total size."""
     tasks = builder.plan(manual_dir, epath.Path(data_dir) / "downloads", decoder_threads=1)
     items = [(split, i, task) for split, group in tasks.items() for i, task in enumerate(group)]
-    sizes = spread.file_sizes([task.video_path for _, _, task in items])
+    # Each video's size as the record of the inputs found it (0: missing).
+    videos = {split: record["videos"] for split, record in builder.built_from["splits"].items()}
+    sizes = [videos[split][i][provenance.VIDEO.index("size")] or 0 for split, i, _ in items]
     return tasks, spread.spread(items, sizes, spread.group_count(len(items), cores))
 
 
@@ -214,4 +216,4 @@ def _save_default_config(builder: tfds.core.DatasetBuilder, dataset_root: epath.
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.parent / f"{path.name}.{builder.builder_config.name}.partial"
     temporary.write_text(json.dumps({"default_config_name": default.name}))
-    temporary.rename(path)
+    temporary.replace(path)  # another config's build may have written it

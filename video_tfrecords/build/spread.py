@@ -4,21 +4,17 @@ An engine (Spark, or any other) runs one group per task, so a group's size is
 how long its task takes. Videos go largest first, each to the group holding the
 fewest bytes so far (longest-processing-time first): the groups end within one
 video of each other, and as an engine starts tasks in group order, the longest
-videos start first. Sizes come from one `stat` per local video, in threads;
-videos on a remote file system (`scheme://`) count as equal (one remote stat
-each would cost more than the balance saves), so they go round-robin in
-manifest order.
+videos start first. Sizes are those the build's record of its inputs found
+(`provenance.collect`, one stat a video, remote ones too); videos of size 0
+(missing) go round-robin.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-import os
 from collections.abc import Sequence
 from typing import TypeVar
-
-from video_tfrecords.build import cache, provenance
 
 Item = TypeVar("Item")
 
@@ -27,21 +23,6 @@ Item = TypeVar("Item")
 MAX_GROUP = 64
 # At least this many groups per core, for the same reason.
 GROUPS_PER_CORE = 16
-
-
-def file_sizes(paths: Sequence[str]) -> list[int]:
-    """Each local file's size in bytes: 0 for a missing one (it becomes a skip record)
-    and for a remote one (not looked at)."""
-
-    def size(path: str) -> int:
-        if cache.is_remote(path):
-            return 0
-        try:
-            return os.stat(path).st_size
-        except OSError:
-            return 0
-
-    return provenance.in_threads(size, paths)
 
 
 def group_count(num_items: int, cores: int) -> int:
