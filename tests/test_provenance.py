@@ -15,9 +15,9 @@ import pytest
 import tensorflow_datasets as tfds
 
 import synthetic
-from video_tfrecords import VideoConfig
-from video_tfrecords.build import provenance
-from video_tfrecords.config import DATASET_VERSION
+from video_tfrecords import VideoConfig, video_tfrecords_dataset_builder  # noqa: F401 (registers it)
+from video_tfrecords.ingest import provenance
+from video_tfrecords.records.schema import DATASET_VERSION
 
 NAME = "prov"
 CONFIG = {"name": NAME, "short_side": 32, "segment_frames": 4, "num_workers": 1}

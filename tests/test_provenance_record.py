@@ -11,7 +11,7 @@ import os
 import pytest
 
 from video_tfrecords import VideoConfig
-from video_tfrecords.build import manifest, provenance
+from video_tfrecords.ingest import manifest, provenance
 
 CONFIG = VideoConfig(name="av", audio_rate=16000, num_workers=1)
 
@@ -180,7 +180,7 @@ def test_the_refusal_says_what_changed_and_both_ways_on():
 
 
 def test_the_cache_keeps_only_the_entries_a_build_read(tmp_path):
-    from video_tfrecords.build import cache
+    from video_tfrecords.ingest import cache
 
     store = cache.Cache(tmp_path / "cache")
     for key in ("aa" + "0" * 30, "ab" + "1" * 30, "bb" + "2" * 30):

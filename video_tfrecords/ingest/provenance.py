@@ -24,8 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from etils import epath
 
-from video_tfrecords.build import cache, manifest
+from video_tfrecords.ingest import cache, manifest
 from video_tfrecords.records import dataset_files
+from video_tfrecords.util.paths import is_remote
 
 FILE = dataset_files.BUILT_FROM
 FORMAT = 1  # of this record's layout
@@ -46,7 +47,7 @@ class StaleDatasetError(RuntimeError):
 def absolute(path: epath.PathLike) -> str:
     """A local path made absolute (and `~` expanded); a URL as it is."""
     path = os.fspath(path)
-    return path if cache.is_remote(path) else os.path.abspath(os.path.expanduser(path))
+    return path if is_remote(path) else os.path.abspath(os.path.expanduser(path))
 
 
 def identity(path: str) -> tuple[str, int | None, float | None]:
@@ -288,6 +289,22 @@ def stale_message(dataset: str, folder: str, changes: Sequence[str], ways: Mappi
         f"both, build into another {ways['data_dir']}, or under another config name "
         f"({ways['config']})."
     )
+
+
+def ways_on(engine: str, config_name: str) -> dict:
+    """How a user of `engine` ("tfds": the command, "python": download_and_prepare, "spark":
+    spark_build) rebuilds a dataset, or builds it elsewhere: for `stale_message`."""
+    name = f"{config_name}_2"
+    if engine == "python":
+        return {
+            "overwrite": "download_config=tfds.download.DownloadConfig(download_mode="
+            "tfds.GenerateMode.FORCE_REDOWNLOAD)",
+            "data_dir": "data_dir",
+            "config": f"VideoConfig(name={name!r}, ...)",
+        }
+    overwrite = "--overwrite" + (" (build(..., overwrite=True))" if engine == "spark" else "")
+    config = f"""--config '{{"name": "{name}", ...}}'"""
+    return {"overwrite": overwrite, "data_dir": "--data_dir", "config": config}
 
 
 def up_to_date_line(dataset: str, folder: str, examples: int) -> str:

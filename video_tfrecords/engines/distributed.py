@@ -3,16 +3,16 @@
 The engine gives `map_groups(fn, groups)`: `fn(group, attempt)` for every group, in
 tasks that may run anywhere and be retried (`attempt` counts the retries of a
 task: 0 when the engine cannot tell), all results back in one list. Spark's is
-in `spark_build.py`; Ray's or Dask's would be a few lines too. Everything else is
-here and in the builder:
+in `engines/spark.py`; Ray's or Dask's would be a few lines too. Everything else is
+here and in `ingest.run.BuildRun`, the seam the local and Beam engines build through too:
 
-1. `builder.plan` reads the manifests into one `encoding.Task` per video (as the
+1. `BuildRun.plan` reads the manifests into one `encoding.Task` per video (as the
    local and Beam builds do), `spread` groups them by file size.
 2. Tasks run `encode_group`: `encoding.encode` for each video, through the
    encoding cache in the data dir (shared by every worker: a killed job's rerun
    reads back what it had encoded). Each video's cache entry, skip record or
    note comes back to the driver, which checks that every video came back
-   exactly once and keeps the records in `info.metadata` (`builder.record`).
+   exactly once and keeps the records in `info.metadata` (`BuildRun.record`).
 3. `shards.plan` cuts each split into shards; tasks run `write_group`, each
    shard written whole under a name of its own and then renamed into the
    dataset folder being built (`incomplete.spark_VERSION`, which TFDS's readers
@@ -33,12 +33,15 @@ import dataclasses
 import hashlib
 import json
 import logging
+import sys
 from collections.abc import Callable, Sequence
 
 import tensorflow_datasets as tfds
 from etils import epath
 
-from video_tfrecords.build import cache, encoding, provenance, shards, spread
+from video_tfrecords.engines import spread
+from video_tfrecords.ingest import cache, encoding, provenance, shards
+from video_tfrecords.ingest.run import BuildRun
 
 log = logging.getLogger(__name__)
 
@@ -116,11 +119,15 @@ def build(
     final = epath.Path(builder.data_path)
     if (final / "dataset_info.json").exists():
         if not overwrite:
-            builder.check_prepared(manual_dir, spark=True)
+            run = BuildRun(builder.info, builder.builder_config)
+            ways = provenance.ways_on("spark", builder.builder_config.name)
+            line, warning = run.check_prepared(final, manual_dir, ways)
+            print(line, file=sys.stderr if warning else sys.stdout)
             return final
-        builder.start_over()
+        builder.start_over()  # the rebuild's info, not the old dataset's (its class names)
     download_config = download_config or tfds.download.DownloadConfig()
-    tasks, groups = plan(builder, manual_dir, data_dir, cores)
+    run = BuildRun(builder.info, builder.builder_config)
+    tasks, groups = plan(run, manual_dir, data_dir, cores)
     encoded = _encode(tasks, groups, map_groups)
     outcomes = {split: [None] * len(split_tasks) for split, split_tasks in tasks.items()}
     for result in encoded:
@@ -130,8 +137,8 @@ def build(
     for split_outcomes in outcomes.values():
         for outcome in split_outcomes:  # in manifest order, as a local build reports them
             encoding.report(outcome, builder.builder_config.strict)
-            builder.record(outcome)
-    builder.check_records(list(tasks))
+            run.record(outcome)
+    run.check_records(list(tasks))
     staging = final.parent / f"{STAGING}{final.name}"
     attempts = final.parent / f"{ATTEMPTS}{final.name}"
     for folder in (staging, attempts):
@@ -165,29 +172,29 @@ def build(
     ]
     builder.info.set_splits(tfds.core.SplitDict(infos))
     builder.info.write_to_directory(staging)
-    provenance.write(staging, builder.built_from)
+    provenance.write(staging, run.built_from)
     attempts.rmtree(missing_ok=True)
     _save_default_config(builder, final.parent.parent)
     final.rmtree(missing_ok=True)  # an --overwrite rebuild's old dataset
     staging.rename(final)
-    builder.remove_cache()
-    builder.print_summary(final, infos)
+    run.remove_cache()
+    print(run.summary(final, {info.name: info.num_examples for info in infos}))
     return final
 
 
 def plan(
-    builder: tfds.core.DatasetBuilder,
+    run: BuildRun,
     manual_dir: epath.PathLike,
     data_dir: epath.PathLike,
     cores: int,
 ) -> tuple[dict[str, list[encoding.Task]], list[list[Item]]]:
-    """The driver's plan: one task per manifest line, by split (`builder.plan`, its cache in
+    """The driver's plan: one task per manifest line, by split (`run.plan`, its cache in
     TFDS's download dir as a local build's), and the groups of `(split, index, task)` the
     engine runs, of even total size."""
-    tasks = builder.plan(manual_dir, epath.Path(data_dir) / "downloads", decoder_threads=1)
+    tasks = run.plan(manual_dir, epath.Path(data_dir) / "downloads", decoder_threads=1)
     items = [(split, i, task) for split, group in tasks.items() for i, task in enumerate(group)]
     # Each video's size as the record of the inputs found it (0: missing).
-    videos = {split: record["videos"] for split, record in builder.built_from["splits"].items()}
+    videos = {split: record["videos"] for split, record in run.built_from["splits"].items()}
     sizes = [videos[split][i][provenance.VIDEO.index("size")] or 0 for split, i, _ in items]
     return tasks, spread.spread(items, sizes, spread.group_count(len(items), cores))
 
