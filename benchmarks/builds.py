@@ -67,10 +67,13 @@ def build_args(manual_dir: str, data_dir: str, config: str | dict) -> list[str]:
     return [f"--manual_dir={manual_dir}", f"--data_dir={data_dir}", f"--config={config}"]
 
 
-def build_dataset(manual_dir: str, data_dir: str, config: str | dict = "default") -> dict:
-    """Builds the videos of `manual_dir` (its train.txt) into `data_dir`, in a child process;
-    the build's timings."""
-    return run_child("build", *build_args(manual_dir, data_dir, config))
+def build_dataset(
+    manual_dir: str, data_dir: str, config: str | dict = "default", overwrite: bool = False
+) -> dict:
+    """Builds the videos of `manual_dir` (its train.txt) into `data_dir`, in a child process
+    (`overwrite`: over the dataset there, as `tfds build --overwrite`); the build's timings."""
+    options = build_args(manual_dir, data_dir, config) + (["--overwrite"] if overwrite else [])
+    return run_child("build", *options)
 
 
 def bound_args(videos: list[str], short_side: int, quality: int) -> list[str]:
@@ -145,7 +148,7 @@ def cli_build_seconds(manual_dir: str, data_dir: str, config: dict) -> float:
 # -- the child side -------------------------------------------------------------------------------
 
 
-def build(manual_dir: str, data_dir: str, config: str | dict) -> dict:
+def build(manual_dir: str, data_dir: str, config: str | dict, overwrite: bool = False) -> dict:
     """Times `builder.download_and_prepare` (imports excluded) of a named or custom config. Also
     stamps each video as the build process takes its result, to tell start-up and wrap-up from
     steady work."""
@@ -167,16 +170,19 @@ def build(manual_dir: str, data_dir: str, config: str | dict) -> dict:
     encoding.report = stamped
     cpu_before = cpu_seconds()
     start = time.perf_counter()
+    mode = tfds.GenerateMode.FORCE_REDOWNLOAD if overwrite else None
     builder.download_and_prepare(
-        download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
+        download_config=tfds.download.DownloadConfig(
+            manual_dir=manual_dir, download_mode=mode or tfds.GenerateMode.REUSE_DATASET_IF_EXISTS
+        )
     )
     seconds = time.perf_counter() - start
     cpu_after = cpu_seconds()
     return {
         "seconds": seconds,
         "examples": sum(split.num_examples for split in builder.info.splits.values()),
-        "first_done": done[0] - start,
-        "last_done": done[-1] - start,
+        "first_done": done[0] - start if done else None,  # none: up to date, nothing built
+        "last_done": done[-1] - start if done else None,
         "build_process_cpu": cpu_after[0] - cpu_before[0],
         "workers_cpu": cpu_after[1] - cpu_before[1],
     }
@@ -274,6 +280,7 @@ def main() -> None:
     parser.add_argument("--quality", type=int, default=90)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--videos", nargs="*", default=[])
+    parser.add_argument("--overwrite", action="store_true")
     args = parser.parse_args()
     if args.cpu is not None:
         pin({args.cpu})
@@ -283,7 +290,7 @@ def main() -> None:
         cv2.setNumThreads(args.cv_threads)
     if args.command == "build":
         config = json.loads(args.config) if args.config.startswith("{") else args.config
-        result = build(args.manual_dir, args.data_dir, config)
+        result = build(args.manual_dir, args.data_dir, config, args.overwrite)
     elif args.command == "bound":
         result = bound(args.videos, args.short_side, args.quality)
     else:

@@ -1,17 +1,21 @@
 """Beam generation writes exactly the examples of the plain build, skip records included."""
 
+import pathlib
+
 import numpy as np
+import pytest
 import tensorflow_datasets as tfds
 from apache_beam.options.pipeline_options import PipelineOptions
 
 import synthetic
 from video_tfrecords import VideoConfig
+from video_tfrecords.ingest import provenance
 
 # Never DirectRunner: in Beam 2.77 it first tries to download a binary.
 BEAM_OPTIONS = "runner=FnApiRunner,direct_num_workers=2,direct_running_mode=multi_processing"
 
 
-def build(manual_dir, data_dir, beam_options=None):
+def build(manual_dir, data_dir, beam_options=None, mode=None):
     builder = tfds.builder(
         "video_tfrecords",
         data_dir=str(data_dir),
@@ -19,7 +23,9 @@ def build(manual_dir, data_dir, beam_options=None):
     )
     builder.download_and_prepare(
         download_config=tfds.download.DownloadConfig(
-            manual_dir=str(manual_dir), beam_options=beam_options
+            manual_dir=str(manual_dir),
+            beam_options=beam_options,
+            download_mode=mode or tfds.GenerateMode.REUSE_DATASET_IF_EXISTS,
         )
     )
     return builder
@@ -63,3 +69,28 @@ def test_beam_build_equals_plain_build(tmp_path):
     assert not (
         tmp_path / "beam" / "video_tfrecords" / "beam_test" / "1.0.0" / "build_records"
     ).exists()
+
+
+def test_a_beam_rebuild_refuses_changed_inputs_then_encodes_only_them(tmp_path):
+    manual, data_dir = tmp_path / "manual", tmp_path / "beam"
+    for i in range(4):
+        synthetic.write_video(
+            str(manual / f"v{i}.mp4"), synthetic.moving_frames(3 + i, 32, 48, seed=i)
+        )
+    (manual / "train.txt").write_text("v0.mp4 c0\nv1.mp4 c1\n")
+    (manual / "val.txt").write_text("v2.mp4 c0\n")
+    options = PipelineOptions(flags=["--runner=FnApiRunner", "--direct_running_mode=in_memory"])
+    build(manual, data_dir, options)
+    root = pathlib.Path(data_dir) / "downloads" / "video_tfrecords_cache" / "beam_test"
+    entries = lambda: {p.parent.name: p.stat().st_mtime_ns for p in root.rglob("done.json")}
+    before = entries()
+    assert len(before) == 3
+    with open(manual / "train.txt", "a") as f:
+        f.write("v3.mp4 c1\n")
+    with pytest.raises(provenance.StaleDatasetError) as refused:
+        build(manual, data_dir, options)
+    assert f"  - train.txt: 1 line added: {manual / 'train.txt'}:3: v3.mp4\n" in str(refused.value)
+    assert entries() == before
+    rebuilt = build(manual, data_dir, options, tfds.GenerateMode.FORCE_REDOWNLOAD)
+    assert sum(before.get(k) != t for k, t in entries().items()) == 1
+    assert sorted(by_filename(rebuilt, "train")) == [b"v0.mp4", b"v1.mp4", b"v3.mp4"]
