@@ -27,20 +27,26 @@ class LocalEngine:
     def generate(self, tasks: list[encoding.Task]):
         """Yields (key, example) for each video of a split.
 
-        Videos go in manifest order, except that on a resumed build the ones
-        already encoded are spread among the others (`encoding.resume_order`).
+        Videos go in manifest order, except that on a resumed build or a rebuild the ones
+        already encoded are spread among the others (`encoding.resume_order`), and read
+        back here: the workers get only the videos to encode (none: none start).
         """
-        self._outcomes = outcomes = parallel.ordered_map(
+        cached = encoding.cached_flags(tasks)
+        ordered = encoding.resume_order(tasks, cached)
+        done = {task.entry.path for task, hit in zip(tasks, cached) if hit}
+        self._outcomes = encoded = parallel.ordered_map(
             encoding.encode,
-            encoding.resume_order(tasks),
+            [task for task in ordered if task.entry.path not in done],
             num_workers=self.num_workers,
             on_death=on_worker_death,
             initializer=encoding.init_worker,
         )
-        for outcome in outcomes:
+        for task in ordered:
+            outcome = encoding.encode(task) if task.entry.path in done else next(encoded)
             encoding.report(outcome, self.run.config.strict)
             self.run.record(outcome)
             yield from encoding.examples_of(outcome)
+        encoded.close()  # its pool stops now, not when the generator is collected
         self.run.check_records([tasks[0].split])
 
     def finish(self, info, dataset_dir) -> None:

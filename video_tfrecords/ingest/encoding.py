@@ -119,22 +119,26 @@ def cache_key(task: Task) -> str | None:
         return None
 
 
-def resume_order(tasks: list[Task]) -> list[Task]:
-    """The tasks, those already in the cache spread evenly among the rest.
+def cached_flags(tasks: list[Task]) -> list[bool]:
+    """Whether each task's video has a finished entry in a local cache (all False for a cache
+    or videos on a remote file system, where a stat each would cost more than it saves)."""
+    if not tasks or is_remote(tasks[0].cache_root) or not os.path.isdir(tasks[0].cache_root):
+        return [False] * len(tasks)
+    return [_has_entry(task) for task in tasks]
 
-    On a resumed build the build process still reads back and writes every
+
+def resume_order(tasks: list[Task], cached: list[bool] | None = None) -> list[Task]:
+    """The tasks, those already in the cache (`cached_flags`) spread evenly among the rest.
+
+    On a resumed build or a rebuild the build process still reads back and writes every
     video's examples, while the workers encode only the videos not yet cached.
     In manifest order the cached ones come first (the killed build did them),
     so the build process would read them alone while the workers wait, then the
     workers encode while it waits. Interleaved, the two overlap. Each group keeps
     its order; the split's contents do not depend on it (TFDS orders examples by
-    key). Without any cached video (a fresh build) the order is unchanged, and so
-    it is for videos or a cache on a remote file system, where checking every
-    video (a remote stat each) would cost more than the overlap saves.
+    key). Without any cached video (a fresh build) the order is unchanged.
     """
-    if not tasks or is_remote(tasks[0].cache_root) or not os.path.isdir(tasks[0].cache_root):
-        return list(tasks)
-    cached = [_has_entry(task) for task in tasks]
+    cached = cached_flags(tasks) if cached is None else cached
     done = [task for task, hit in zip(tasks, cached) if hit]
     todo = [task for task, hit in zip(tasks, cached) if not hit]
     if not done or not todo:
