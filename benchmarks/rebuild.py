@@ -48,7 +48,9 @@ def clean_build(manual_dir: str, out: str) -> dict:
 
 def main() -> None:
     parser = timing.arguments(__doc__, "rebuild")
-    parser.add_argument("--videos", type=int, default=40, help="videos before the growth")
+    parser.add_argument(
+        "--videos", type=int, default=100, help="videos before the growth (see performance.md)"
+    )
     args = parser.parse_args()
     count, height, width, frames = (
         (10, 96, 128, 50) if args.quick else (args.videos, 720, 1280, 300)

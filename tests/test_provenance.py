@@ -205,7 +205,7 @@ def test_a_dataset_without_a_record_is_reused_with_a_warning(manual, tmp_path, c
     assert len(parsed(data_dir, "train")) == examples(LENGTHS[:5])  # as it was: v6 not in it
 
 
-def test_tfds_build_says_up_to_date_or_exits_naming_the_change(manual, tmp_path):
+def test_tfds_build_says_up_to_date_or_exits_naming_the_change_or_overwrites(manual, tmp_path):
     data_dir = tmp_path / "data"
     build(manual, data_dir)
     command = [
@@ -221,3 +221,9 @@ def test_tfds_build_says_up_to_date_or_exits_naming_the_change(manual, tmp_path)
     assert changed.returncode != 0
     assert f"  - {expected}" in changed.stderr and "--overwrite" in changed.stderr
     assert "Traceback" not in changed.stderr
+    before = cache_entries(data_dir)
+    command.append("--overwrite")
+    rebuilt = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert encoded_since(before, data_dir) == 1
+    assert len(parsed(data_dir, "train")) == examples(LENGTHS[:5] + LENGTHS[6:7])
