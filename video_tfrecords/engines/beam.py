@@ -50,7 +50,8 @@ class BeamEngine:
 
     def finish(self, info, dataset_dir: epath.PathLike) -> None:
         """After the pipeline ran: moves the records the workers wrote into the dataset info,
-        and writes it."""
+        and writes it. They are in `dataset_dir` now: TFDS renamed its incomplete folder."""
+        self.records_dir = epath.Path(dataset_dir) / self.records_dir.name
         for path in sorted(self.records_dir.glob("*.jsonl*")):
             self.run.record_all([json.loads(line) for line in path.read_text().splitlines()])
         self.run.check_records(list(self.run.videos_per_split))
