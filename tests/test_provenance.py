@@ -158,15 +158,21 @@ def test_a_change_is_refused_then_rebuilt_encoding_only_what_changed(
     assert cache_entries(data_dir) == before  # nothing decoded
     assert (dataset_dir(data_dir) / "dataset_info.json").exists()
 
+    capsys.readouterr()
     build(new_manual, data_dir, overwrite=True, **fields)
     assert encoded_since(before, data_dir) == encodes
+    lines = [(new_manual / m).read_text().splitlines() for m in ("train.txt", "val.txt")]
+    videos = sum(map(len, lines))
+    cache = data_dir / "downloads" / "video_tfrecords_cache" / NAME
+    told = f"{encodes} video{'s' * (encodes != 1)} encoded, {videos - encodes} read back from "
+    said = capsys.readouterr().out  # (a build that read nothing back says nothing of it)
+    assert (f"\n  {told}the encoding cache ({cache})\n" in said) == (videos > encodes)
     clean = tmp_path / "clean"
     build(new_manual, clean, keep_cache=False, **fields)
     assert not (clean / "downloads" / "video_tfrecords_cache").exists()
     assert_same_dataset(data_dir, clean)
     # The kept cache holds this build's videos only (one copy of the dataset's examples).
-    lines = [(new_manual / m).read_text().splitlines() for m in ("train.txt", "val.txt")]
-    assert len(cache_entries(data_dir)) == sum(map(len, lines))
+    assert len(cache_entries(data_dir)) == videos
 
     capsys.readouterr()
     build(new_manual, data_dir, **fields)  # unchanged since: reused

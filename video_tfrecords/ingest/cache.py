@@ -73,6 +73,7 @@ class Entry:
     folder: str
     files: tuple[tuple[str, int, int], ...]  # (name, size, crc32c), in example order
     summary: dict  # what the video gave beside its examples, as given to EntryWriter.finish
+    reused: bool = False  # read back (a resumed build's, a rebuild's), not encoded by this build
 
     def parts(self) -> Iterator[dict]:
         """Yields the dicts given to `EntryWriter.add`, one file read at a time, each checked."""
@@ -134,7 +135,7 @@ class Cache:
         folder = self.folder(key)
         try:
             done = json.loads((folder / DONE).read_text())
-            entry = Entry(str(folder), tuple(map(tuple, done["files"])), done["summary"])
+            entry = Entry(str(folder), tuple(map(tuple, done["files"])), done["summary"], True)
             if done["format"] != FORMAT:
                 raise CacheError(f"{folder}: format {done['format']}, expected {FORMAT}")
             for file in entry.files:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from etils import epath
 
 from video_tfrecords.ingest import cache, encoding, manifest, provenance, summary
+from video_tfrecords.util.text import plural
 
 __all__ = ["MANUAL_INSTRUCTIONS", "BuildRun"]
 
@@ -42,6 +43,7 @@ class BuildRun:
         self.cache_dir: epath.Path | None = None  # set by `plan`: nothing is built before
         self.videos_per_split: dict[str, int] = {}
         self.tasks: dict[str, list[encoding.Task]] = {}
+        self.encoded = {"encoded": 0, "read back": 0}  # videos, as `record` saw them
         self.built_from: dict | None = None  # what the plan read (provenance.collect)
         self._inputs = None  # (manual dir, its manifests, built_from), read once
 
@@ -115,7 +117,9 @@ class BuildRun:
         return provenance.up_to_date_line(name, folder, examples), False
 
     def record(self, outcome: encoding.Outcome) -> None:
-        """Keeps the outcome's skip record and note."""
+        """Keeps the outcome's skip record and note; counts the videos encoded or read back."""
+        if outcome.entry is not None:
+            self.encoded["read back" if outcome.entry.reused else "encoded"] += 1
         if outcome.skipped:
             self.metadata["skipped"].append(outcome.skipped)
         if outcome.note:
@@ -143,9 +147,16 @@ class BuildRun:
     def summary(self, dataset_dir: epath.PathLike, examples: Mapping[str, int]) -> str:
         """The build's closing lines: per split, examples written, videos skipped or noted."""
         info_path = str(epath.Path(dataset_dir) / "metadata.json")
-        return summary.build_summary(
+        text = summary.build_summary(
             self.info.full_name, self.videos_per_split, examples, self.metadata, info_path
         )
+        if self.encoded["read back"]:  # a resumed build or a rebuild (not told on Beam)
+            encoded, reused = self.encoded["encoded"], self.encoded["read back"]
+            text += (
+                f"\n  {plural(encoded, 'video')} encoded, {reused} read back from the encoding "
+                f"cache ({self.cache_dir})"
+            )
+        return text
 
     def interrupted(self) -> str:
         """The one line an interrupted build prints: how many videos the cache keeps."""
