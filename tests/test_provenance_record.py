@@ -192,3 +192,11 @@ def test_the_cache_keeps_only_the_entries_a_build_read(tmp_path):
     assert store.keep_only(["ab" + "1" * 30]) == 3
     assert store.count() == 1 and store.lookup("ab" + "1" * 30) is not None
     assert (tmp_path / "cache" / "attempts").is_dir()
+
+
+def test_files_stated_in_threads_are_those_stated_in_one(manual, monkeypatch):
+    files = [str(manual / "videos" / f"v{i % 9}.mp4") for i in range(600)]  # v8: missing
+    one_thread = [provenance.identity(file) for file in files]
+    monkeypatch.setattr(provenance, "SLOW_STAT", 0.0)  # as on a network file system
+    assert provenance.identities(files) == one_thread
+    assert one_thread[8][1:] == (None, None) and one_thread[0][1] == 100

@@ -54,7 +54,12 @@ def video_key(path: str, config_fields: Mapping, name: str) -> str:
     """Hex key of one video under one config: its file's identity (path, size, mtime), the
     config's fields, and `name`, what the manifest calls it (split and path as written): two
     manifest lines naming one file get entries of their own, as they may be encoded at once."""
-    path, size, mtime = file_identity(path)
+    return identity_key(file_identity(path), config_fields, name)
+
+
+def identity_key(file: tuple, config_fields: Mapping, name: str) -> str:
+    """`video_key` of a file whose identity (`file_identity`) is known already."""
+    path, size, mtime = file
     identity = {
         "format": FORMAT,
         "path": path,

@@ -111,14 +111,6 @@ def _cache_key(task: Task) -> str:
     return cache.video_key(task.video_path, task.config.frame_fields(), name)
 
 
-def cache_key(task: Task) -> str | None:
-    """The task's cache key, or None for a video that cannot be found."""
-    try:
-        return _cache_key(task)
-    except OSError:
-        return None
-
-
 def cached_flags(tasks: list[Task]) -> list[bool]:
     """Whether each task's video has a finished entry in a local cache (all False for a cache
     or videos on a remote file system, where a stat each would cost more than it saves)."""

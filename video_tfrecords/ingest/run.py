@@ -42,7 +42,6 @@ class BuildRun:
         self.info, self.config = info, config
         self.cache_dir: epath.Path | None = None  # set by `plan`: nothing is built before
         self.videos_per_split: dict[str, int] = {}
-        self.tasks: dict[str, list[encoding.Task]] = {}
         self.encoded = {"encoded": 0, "read back": 0}  # videos, as `record` saw them
         self.built_from: dict | None = None  # what the plan read (provenance.collect)
         self._inputs = None  # (manual dir, its manifests, built_from), read once
@@ -66,22 +65,21 @@ class BuildRun:
         self.metadata["notes"] = []
         self.videos_per_split = {split: len(entries) for split, entries in dataset.splits.items()}
         self.cache_dir = epath.Path(download_dir) / "video_tfrecords_cache" / self.config.name
-        self.tasks = {
+        return {
             split: [
                 encoding.Task(
                     split=split,
                     entry=entry,
                     label=dataset.label_id(entry),
-                    video_path=str(manifest.resolve(manual_dir, entry.path)),
+                    video_path=video[provenance.VIDEO.index("file")],
                     config=self.config,
                     cache_root=str(self.cache_dir),
                     decoder_threads=decoder_threads,
                 )
-                for entry in entries
+                for entry, video in zip(entries, self.built_from["splits"][split]["videos"])
             ]
             for split, entries in dataset.splits.items()
         }
-        return self.tasks
 
     def read_inputs(self, manual_dir: epath.PathLike) -> tuple[manifest.Dataset, dict]:
         """The manual dir's checked manifests, and the record of what a build of them under
@@ -167,8 +165,8 @@ class BuildRun:
         """After a build, keeps in the cache of encoded videos only what this build read (what
         an --overwrite rebuild reads back), or removes it if the config does not keep it."""
         if self.cache_dir is not None and self.config.keep_cache:
-            tasks = [task for split_tasks in self.tasks.values() for task in split_tasks]
-            cache.Cache(self.cache_dir).keep_only(provenance.in_threads(encoding.cache_key, tasks))
+            keys = provenance.cache_keys(self.built_from, self.config)
+            cache.Cache(self.cache_dir).keep_only(keys)
         elif self.cache_dir is not None:
             self.cache_dir.rmtree(missing_ok=True)
             parent = self.cache_dir.parent
