@@ -164,6 +164,7 @@ class Video:
             tick = first.pts if first.pts is not None else first.dts
             self._origin = tick if self._stream.time_base and tick is not None else None
             self.ended = False  # whether the last `frames()` ran to the end of the video
+            self._last_times = (0.0, None)  # the last two frames timed (any call of `frames()`)
         except BaseException:
             self.close()
             raise
@@ -207,6 +208,7 @@ class Video:
         self.ended, index = False, 0
         try:
             for time, picture in timed:
+                self._last_times = (time, self._last_times[0])
                 if time >= end - EPSILON:
                     return
                 if time >= start - EPSILON:
@@ -242,6 +244,13 @@ class Video:
                 return itertools.chain([first], pictures)
             pictures.close()
         raise VideoError(f"cannot seek to {start:g} s: FFmpeg found no frame from there")
+
+    @property
+    def end(self) -> float:
+        """When the last frame timed stops showing: its time plus the gap before it (a frame
+        period for a video's only frame). With `ended`, the video's end."""
+        last, before = self._last_times
+        return last + (last - before if before is not None else 1.0 / self.info.nominal_fps)
 
     @property
     def start_seconds(self) -> float:
