@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from video_tfrecords.build import manifest
+from video_tfrecords.ingest import manifest
 
 
 def write(tmp_path, files):

@@ -16,7 +16,7 @@ import pytest
 import videos
 from conftest import decode_jpegs, psnr
 from video_tfrecords import VideoConfig
-from video_tfrecords.build import encoding, manifest, spans, video_io
+from video_tfrecords.ingest import encoding, manifest, spans, video_io
 
 FPS = 25
 NUM_FRAMES = 300  # 12 s

@@ -25,11 +25,12 @@ from collections.abc import Callable, Iterator
 import cv2
 from tqdm import tqdm
 
-from video_tfrecords.build import audio_io, cache, manifest, spans, video_io
-from video_tfrecords.build.frame_choice import stored_size
-from video_tfrecords.build.span_writer import Jpegs, SpanWriter
 from video_tfrecords.clips import keys
 from video_tfrecords.config import VideoConfig
+from video_tfrecords.ingest import audio_io, cache, manifest, spans, video_io
+from video_tfrecords.ingest.frame_choice import stored_size
+from video_tfrecords.ingest.span_writer import Jpegs, SpanWriter
+from video_tfrecords.util.paths import is_remote
 
 
 class VideoBuildError(RuntimeError):
@@ -118,7 +119,7 @@ def resume_order(tasks: list[Task]) -> list[Task]:
     it is for videos or a cache on a remote file system, where checking every
     video (a remote stat each) would cost more than the overlap saves.
     """
-    if not tasks or cache.is_remote(tasks[0].cache_root) or not os.path.isdir(tasks[0].cache_root):
+    if not tasks or is_remote(tasks[0].cache_root) or not os.path.isdir(tasks[0].cache_root):
         return list(tasks)
     cached = [_has_entry(task) for task in tasks]
     done = [task for task, hit in zip(tasks, cached) if hit]
@@ -133,7 +134,7 @@ def resume_order(tasks: list[Task]) -> list[Task]:
 
 def _has_entry(task: Task) -> bool:
     """Whether a local video has a finished cache entry (False for a remote one: unknown)."""
-    if cache.is_remote(task.video_path):
+    if is_remote(task.video_path):
         return False
     try:
         key = _cache_key(task)
@@ -251,13 +252,6 @@ def examples_of(
 
 
 # -- reporting -------------------------------------------------------------------
-
-
-def on_worker_death(task: Task, exitcode: int) -> Outcome:
-    """A video whose worker died twice: a skip record with the signal or exit code."""
-    from video_tfrecords.build import parallel
-
-    return Outcome(task, skipped=task.record(parallel.death_reason(exitcode)))
 
 
 def report(outcome: Outcome, strict: bool) -> Outcome:

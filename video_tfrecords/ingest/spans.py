@@ -14,7 +14,7 @@ import dataclasses
 import math
 from collections.abc import Iterable
 
-from video_tfrecords.build import manifest
+from video_tfrecords.ingest import manifest
 
 # The kinds of annotation a dataset stores, each its own features (`feature_kinds`).
 SPANS, LABELS, CAPTIONS = "spans", "labels", "captions"

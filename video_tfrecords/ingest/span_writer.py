@@ -19,22 +19,13 @@ import cv2
 import numpy as np
 from awscrt import checksums
 
-from video_tfrecords.build import audio_io, video_io
-from video_tfrecords.build.frame_choice import Choice, frame_rate
+from video_tfrecords.ingest import audio_io, video_io
+from video_tfrecords.ingest.frame_choice import Choice, frame_rate
 from video_tfrecords.config import VideoConfig
+from video_tfrecords.util.text import human_bytes
 
 # Protobuf refuses messages over 2 GiB; stay well clear of it.
 MAX_EXAMPLE_BYTES = 1 << 30
-
-
-def human_bytes(size: float) -> str:
-    """1536 -> '1.5 KiB', for messages."""
-    unit = "B"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            break
-        size /= 1024
-    return f"{size:.1f} {unit}"
 
 
 def encode_jpeg(frame_bgr: np.ndarray, quality: int) -> bytes:

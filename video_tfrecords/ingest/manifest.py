@@ -12,8 +12,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from video_tfrecords.build import jsonl_manifest
-from video_tfrecords.build.jsonl_manifest import Annotation
+from video_tfrecords.ingest import jsonl_manifest
+from video_tfrecords.ingest.jsonl_manifest import Annotation
 
 if TYPE_CHECKING:
     from etils import epath
