@@ -225,3 +225,14 @@ def test_a_spans_audio_runs_from_its_first_frame_to_its_end(tmp_path):
     onsets = [i / rate for k, i in enumerate(loud) if k == 0 or i - loud[k - 1] > rate // 100]
     wanted = [f / FPS - first for f in flashes if first <= f / FPS < end]
     np.testing.assert_allclose(onsets, wanted, atol=0.001)
+
+
+def test_a_span_between_two_frames_is_noted_not_lost(long_video, tmp_path):
+    lines = [
+        {"path": "v", "label": "a", "start": 1.0, "end": 2.0},
+        {"path": "v", "label": "a", "start": 4.001, "end": 4.002},  # frames at 4.0 and 4.04
+    ]
+    by_part, summary = encoded(task_of(long_video, lines, tmp_path))
+    assert list(by_part) == [0] and summary["parts"][1] is None
+    (note,) = summary["notes"]
+    assert "train.jsonl:2: span [4.001 s, 4.002 s) holds no frame of the video" in note

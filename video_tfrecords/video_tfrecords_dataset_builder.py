@@ -7,6 +7,7 @@ through `ingest.run.BuildRun`, as `spark_build` is (`engines.distributed`).
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 
@@ -18,7 +19,7 @@ from video_tfrecords.engines.beam import BeamEngine
 from video_tfrecords.engines.local import LocalEngine
 from video_tfrecords.ingest import summary
 from video_tfrecords.ingest.encoding import VideoBuildError
-from video_tfrecords.ingest.run import MANUAL_INSTRUCTIONS, BuildRun
+from video_tfrecords.ingest.run import MANUAL_INSTRUCTIONS, BuildRun, manifest_kinds
 from video_tfrecords.records import schema
 from video_tfrecords.records.array_record_shard import note_array_record_use
 
@@ -49,19 +50,51 @@ class Builder(tfds.core.GeneratorBasedBuilder):
 
     def _info(self) -> tfds.core.DatasetInfo:
         return self.dataset_info_from_configs(
-            features=schema.features(self.builder_config),
+            features=schema.features(self.builder_config, self._annotation_kinds()),
             supervised_keys=(schema.VIDEO, schema.LABEL),
             metadata=tfds.core.MetadataDict(),
         )
+
+    @property
+    def info(self) -> tfds.core.DatasetInfo:
+        """TFDS's info; once `use_manifests` has found annotations (JSON Lines spans, labels,
+        captions), one whose features store them (TFDS makes its info once, before the
+        manual dir is known)."""
+        if not self.__dict__.get("_manifest_kinds"):
+            return super().info
+        if "_annotated_info" not in self.__dict__:
+            info = self._info()
+            info.set_file_format(super().info.file_format)  # what TFDS set on its own
+            self._annotated_info = info
+        return self._annotated_info
+
+    def use_manifests(self, manual_dir: epath.PathLike) -> None:
+        """Makes the features store what the manifests of `manual_dir` annotate (none for text
+        manifests: the features of 2.3.0). Before a build only, as TFDS uses the info."""
+        if not (epath.Path(self.data_path) / "dataset_info.json").exists():
+            self._manifest_kinds = manifest_kinds(manual_dir)
+
+    def _annotation_kinds(self) -> frozenset[str]:
+        """What the stored features annotate: as the manifests give (`use_manifests`), else as
+        the prepared dataset's features.json says (reading it back), else nothing."""
+        kinds = self.__dict__.get("_manifest_kinds")
+        if kinds is not None:
+            return kinds
+        stored = epath.Path(self.data_path) / "features.json"
+        if not stored.exists():
+            return frozenset()
+        names = json.loads(stored.read_text())["featuresDict"]["features"]
+        return schema.annotation_kinds(names)
 
     def download_and_prepare(self, *, download_dir=None, download_config=None, **kwargs):
         """Builds, then removes the cache of encoded videos unless the config keeps it, and
         prints a summary; an interrupted build says how to resume."""
         config = download_config or tfds.download.DownloadConfig()
+        self._manual_dir = config.manual_dir or self._default_manual_dir(download_dir)
+        self.use_manifests(self._manual_dir)
         self._run = BuildRun(self.info, self.builder_config)
         self._engine = None  # chosen when TFDS asks for the splits: nothing built before
         self._use_beam = bool(config.beam_runner or config.beam_options)
-        self._manual_dir = config.manual_dir or self._default_manual_dir(download_dir)
         try:
             super().download_and_prepare(
                 download_dir=download_dir, download_config=config, **kwargs

@@ -119,6 +119,7 @@ def build(
         log.info("%s is already built: nothing to do", final)
         return final
     download_config = download_config or tfds.download.DownloadConfig()
+    builder.use_manifests(manual_dir)  # the features store what the manifests annotate
     run = BuildRun(builder.info, builder.builder_config)
     tasks, groups = plan(run, manual_dir, data_dir, cores)
     encoded = _encode(tasks, groups, map_groups)

@@ -209,4 +209,3 @@ class AudioTrack:
             if packet is not None and (frames is None or packet.is_corrupt):
                 self.damage.packets_with_errors += 1
             yield from frames or ()
-

@@ -30,6 +30,7 @@ from video_tfrecords.config import VideoConfig
 from video_tfrecords.ingest import audio_io, cache, manifest, spans, video_io
 from video_tfrecords.ingest.frame_choice import stored_size
 from video_tfrecords.ingest.span_writer import Jpegs, SpanWriter
+from video_tfrecords.records import schema
 from video_tfrecords.util.paths import is_remote
 
 
@@ -206,17 +207,21 @@ def _decode_spans(task: Task, video: video_io.Video, writers: list[SpanWriter]):
         for w in active:
             summaries[w.part] = w.finish(fps, whole=w.end == math.inf)
             w.close()
-            if task.parts and video.ended and w.end > video.end + video_io.EPSILON:
-                notes.append(_past_the_end(task.parts[w.part], video.end, summaries[w.part]))
+            past = video.ended and math.isfinite(w.end) and w.end > video.end + video_io.EPSILON
+            if task.parts and (past or summaries[w.part] is None):
+                ended = video.end if video.ended else None
+                notes.append(_span_note(task.parts[w.part], ended, summaries[w.part]))
     return summaries, notes
 
 
-def _past_the_end(part: spans.Part, video_end: float, summary: dict | None) -> str:
-    """The note on a span that ends after the video does."""
+def _span_note(part: spans.Part, video_end: float | None, summary: dict | None) -> str:
+    """The note on a span with no frame, or that ends after the video (`video_end`) does."""
     where = f"{part.entry.where}: span [{part.start:g} s, {part.end:g} s)"
-    if summary is None:
+    if summary is not None:
+        return f"{where} ends past the video's end ({video_end:.3f} s): clipped"
+    if video_end is not None and part.start >= video_end - video_io.EPSILON:
         return f"{where} has no frame: the video ends at {video_end:.3f} s (no example)"
-    return f"{where} ends past the video's end ({video_end:.3f} s): clipped"
+    return f"{where} holds no frame of the video (no example)"
 
 
 def examples_of(
@@ -238,12 +243,13 @@ def examples_of(
         if task.parts:
             part = task.parts[number]
             fields.update(part.features, label=part.label, filename=part.entry.path)
-            if "captions" in part.features:
-                times = fields["span_start"], fields["span_end"]
-                fields["captions"] = spans.with_caption_times(part.features["captions"], *times)
+            if schema.CAPTIONS in part.features:
+                times = fields[schema.SPAN_START], fields[schema.SPAN_END]
+                captions = part.features[schema.CAPTIONS]
+                fields[schema.CAPTIONS] = spans.with_caption_times(captions, *times)
             key = part.key()
         else:
-            del fields["span_start"], fields["span_end"]
+            del fields[schema.SPAN_START], fields[schema.SPAN_END]
             fields.update(label=task.label, filename=task.entry.path)
             key = task.entry.path
         # What seeded clips are keyed on; stored so that a reader need not hash frames.

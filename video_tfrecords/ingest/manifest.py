@@ -224,9 +224,8 @@ def duplicate_problems(entries: Iterable[Entry]) -> list[str]:
     for e in entries:
         key = (e.path, e.span)
         if key in first_seen:
-            span = "" if e.annotation is None or e.span == (0.0, float("inf")) else (
-                f" with the same span {_seconds(e.span)}"
-            )
+            whole = e.annotation is None or e.span == (0.0, float("inf"))
+            span = "" if whole else f" with the same span {_seconds(e.span)}"
             problems.append(f"{e.where}: {e.path!r} is already listed at {first_seen[key]}{span}")
         else:
             first_seen[key] = e.where

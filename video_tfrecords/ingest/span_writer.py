@@ -19,9 +19,10 @@ import cv2
 import numpy as np
 from awscrt import checksums
 
+from video_tfrecords.config import VideoConfig
 from video_tfrecords.ingest import audio_io, video_io
 from video_tfrecords.ingest.frame_choice import Choice, frame_rate
-from video_tfrecords.config import VideoConfig
+from video_tfrecords.records import schema
 from video_tfrecords.util.text import human_bytes
 
 # Protobuf refuses messages over 2 GiB; stay well clear of it.
@@ -143,8 +144,10 @@ class SpanWriter:
         return {
             "fps": float(self._config.fps or frame_rate(self._times, nominal_fps)),
             "source_num_frames": len(self.decoded),
-            "span_start": self.start,
-            "span_end": min(self.end, self.decoded[-1] + _last_period(self.decoded, nominal_fps)),
+            schema.SPAN_START: self.start,
+            schema.SPAN_END: min(
+                self.end, self.decoded[-1] + _last_period(self.decoded, nominal_fps)
+            ),
         }
 
     def close(self) -> None:

@@ -15,9 +15,10 @@ import math
 from collections.abc import Iterable
 
 from video_tfrecords.ingest import manifest
+from video_tfrecords.records import schema
 
-# The kinds of annotation a dataset stores, each its own features (`feature_kinds`).
-SPANS, LABELS, CAPTIONS = "spans", "labels", "captions"
+# The kinds of annotation a dataset stores, each its own features (`schema.ANNOTATIONS`).
+SPANS, LABELS, CAPTIONS = schema.SPANS_KIND, schema.LABELS_KIND, schema.CAPTIONS_KIND
 # Seconds between spans of one video that are decoded through rather than sought over:
 # seeking lands on the keyframe before the next span, typically 2 to 10 s back.
 READ_THROUGH = 5.0
@@ -32,7 +33,7 @@ class Part:
     label: int  # the line's `label` id, -1 for none
     start: float  # seconds on the video's clock
     end: float  # math.inf: to the video's end
-    features: dict  # "labels", "segments", "captions", as the dataset's kinds ask
+    features: dict  # labels, label_segments, captions: as the dataset's kinds ask
 
     @property
     def whole(self) -> bool:
@@ -79,8 +80,8 @@ def part_features(entry: manifest.Entry, ids: dict[str, int], kinds: frozenset[s
 
     - `labels`: the ids of the line's `label`, `labels` and the labels of its segments that
       overlap its span, sorted, each once (a multi-hot vector's ones);
-    - `segments`: {label, start, end} of the segments overlapping the span, clipped to it,
-      in time order;
+    - `label_segments`: {label, start, end} of the segments overlapping the span, clipped to
+      it, in time order;
     - `captions`: {text, start, end}, the timed ones overlapping the span (clipped to it);
       an untimed caption's times are filled in with the span's when its examples are read
       (`with_caption_times`).
@@ -96,8 +97,8 @@ def part_features(entry: manifest.Entry, ids: dict[str, int], kinds: frozenset[s
         )
         own = [ids[label] for label in (entry.label,) if label is not None]
         own += [ids[label] for label in (note.labels if note else ())]
-        features["labels"] = sorted({*own, *(label for _, _, label in segments)})
-        features["segments"] = {
+        features[schema.LABELS] = sorted({*own, *(label for _, _, label in segments)})
+        features[schema.LABEL_SEGMENTS] = {
             "label": [label for _, _, label in segments],
             "start": [s for s, _, _ in segments],
             "end": [e for _, e, _ in segments],
@@ -108,7 +109,7 @@ def part_features(entry: manifest.Entry, ids: dict[str, int], kinds: frozenset[s
             for text, s, e in (note.captions if note else ())
             if s is None or (s < end and e > start)
         ]
-        features["captions"] = captions
+        features[schema.CAPTIONS] = captions
     return features
 
 

@@ -164,7 +164,7 @@ class Video:
             tick = first.pts if first.pts is not None else first.dts
             self._origin = tick if self._stream.time_base and tick is not None else None
             self.ended = False  # whether the last `frames()` ran to the end of the video
-            self._last_times = (0.0, None)  # the last two frames timed (any call of `frames()`)
+            self._last_times = (0.0, None)  # the last two frames the last `frames()` timed
         except BaseException:
             self.close()
             raise
@@ -205,10 +205,11 @@ class Video:
         timed = timing.times((p.pts, p.dts, p) for p in pictures)
         if self._deinterlace:
             timed = deinterlace.deinterlaced(timed, self._threads)
-        self.ended, index = False, 0
+        self.ended, index, timed_before = False, 0, False
         try:
             for time, picture in timed:
-                self._last_times = (time, self._last_times[0])
+                self._last_times = (time, self._last_times[0] if timed_before else None)
+                timed_before = True
                 if time >= end - EPSILON:
                     return
                 if time >= start - EPSILON:
@@ -283,7 +284,6 @@ class Video:
                 yield picture
         if decoder.codec.canonical_name in _ONE_PICTURE_PER_PACKET and not interlaced:
             damage.frames_lost += max(0, sent - output)
-
 
 
 def count_frames(path: str, *, threads: int = 1, start: float = 0.0, end: float = math.inf) -> int:
