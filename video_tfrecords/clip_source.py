@@ -12,8 +12,9 @@ import functools
 
 import numpy as np
 
-from video_tfrecords.clips import decode_np, keys
+from video_tfrecords.clips import backends, decode_np, keys, labels
 from video_tfrecords.clips.epoch_sampler import EpochSampler
+from video_tfrecords.clips.plan import clip_key
 from video_tfrecords.clips.spec import ClipSpec, check_non_negative_int, is_int
 from video_tfrecords.records import dataset_files
 from video_tfrecords.records.checksums import CorruptRecordError
@@ -220,7 +221,10 @@ class ClipSource:
         return self.examples.interpret(record_index, record, self.spec, seeded=seed is not None)
 
     def _example(self, stored: StoredExample, seed, out=None, audio_out=None) -> dict:
-        """The output dict of one record: the sampled clip and the scalar features."""
+        """The output dict of one record: the sampled clip and the scalar features; with
+        stored annotations, the clip's labels and caption(s) (`clips.labels.annotate`)."""
+        if stored.annotations is not None and seed is None and self.spec.seed is None:
+            seed = keys.fresh_seed()  # one draw for the clip and its annotations
         try:
             video = decode_np.sample_np(
                 self.spec, stored.frames, seed, out=out, audio_out=audio_out, **stored.inputs
@@ -232,7 +236,19 @@ class ClipSource:
         example = {"label": stored.label, "filename": stored.filename}
         if self.spec.audio:
             video, example["audio"] = video
+        if stored.annotations is not None:
+            example.update(self._annotations(stored, seed))
         return {"video": video, **example, **stored.scalars}
+
+    def _annotations(self, stored: StoredExample, seed) -> dict:
+        """The clip's "labels" (multi-hot) and "caption(s)" (str), from the plan of its clip."""
+        inputs = {k: v for k, v in stored.inputs.items() if k not in ("audio", "audio_rate")}
+        plan = decode_np.plan_np(self.spec, stored.frames, seed, **inputs)
+        fingerprint = inputs.get("fingerprint")
+        key = clip_key(backends.NP_OPS, self.spec, stored.frames, seed, fingerprint)
+        times = stored.annotations["timestamps"]
+        found = labels.annotate(self.spec, stored.annotations, plan["indices"], times, key)
+        return {name: value if name == "labels" else _text(value) for name, value in found.items()}
 
     def index_all(self) -> ClipSource:
         """Indexes every TFRecord shard now, so that pickled copies (workers) need not.
@@ -247,3 +263,7 @@ class ClipSource:
         """Closes the open files (they reopen on the next read)."""
         self.examples.close()
 
+
+def _text(value):
+    """Captions as str: one, or a list (of lists) of them."""
+    return value.decode("utf-8") if isinstance(value, bytes) else [_text(v) for v in value]

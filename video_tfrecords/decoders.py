@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from video_tfrecords.clips import decode_np, decode_tf
+from video_tfrecords.clips import backends, decode_np, decode_tf, keys, labels_tf
 from video_tfrecords.clips.spec import ClipSpec
 from video_tfrecords.records import schema
 
@@ -160,12 +160,17 @@ class ClipDecoder(tfds.decode.Decoder):
         return self.sample_np(serialized_example)
 
     @_no_autograph
-    def decode_features(self, example: dict, seed=None) -> dict:
+    def decode_features(self, example: dict, seed=None, *, num_classes: int | None = None) -> dict:
         """An example (loaded with the video undecoded) with its "video" replaced by the clip.
 
         Reads "timestamps" (else "fps") for `fps` and `audio`, and names the video by its
         "filename" in errors. With `audio`, "audio" (int16 [N, C], as `tfds.load` gives
         it) is replaced by the clip's window: float32 [S, C] or [num_views, S, C].
+        On a dataset with several labels (2.4.0 on), "labels" becomes the clip's float32
+        multi-hot vector over `num_classes` (`info.features["labels"].feature.num_classes`),
+        as the spec's `labels` says, and "label_segments" goes; with captions, "captions"
+        becomes the clip's "caption" (tf.string, captions="random") or "captions" (all of
+        them; with several views, [views, most] padded with ""), as `ClipSource` gives.
         """
         example = dict(example)
         if self.spec.audio and schema.AUDIO not in example:
@@ -173,13 +178,42 @@ class ClipDecoder(tfds.decode.Decoder):
                 "ClipDecoder(audio=True) needs examples with an 'audio' feature: a dataset "
                 "built with VideoConfig(audio_rate=...)."
             )
+        annotated = schema.LABELS in example or schema.CAPTIONS in example
+        if annotated and seed is None and self.spec.seed is None:
+            seed = keys.fresh_seed(backends.tf_ops())  # one draw for the clip and its labels
         inputs = {arg: example.get(name) for arg, name in schema.clip_inputs(self.spec).items()}
         clip = self.sample(example[schema.VIDEO], seed, **inputs)
+        if annotated:
+            example.update(self._annotations(example, seed, inputs, num_classes))
         if self.spec.audio:
             example[schema.VIDEO], example[schema.AUDIO] = clip
         else:
             example[schema.VIDEO] = clip
         return example
+
+    def _annotations(self, example: dict, seed, inputs: dict, num_classes) -> dict:
+        """The clip's labels and caption(s) (`labels_tf.annotate_tf`), replacing the stored
+        "labels", "label_segments" and "captions"."""
+        stored = {}
+        if schema.LABELS in example:
+            if num_classes is None:
+                raise ValueError(
+                    "decode_features(num_classes=...) is needed on a dataset with several "
+                    "labels: info.features['labels'].feature.num_classes."
+                )
+            segments = example.pop(schema.LABEL_SEGMENTS)
+            stored.update(
+                labels=example.pop(schema.LABELS), segment_label=segments["label"],
+                segment_start=segments["start"], segment_end=segments["end"],
+            )  # fmt: skip
+        if schema.CAPTIONS in example:
+            captions = example.pop(schema.CAPTIONS)
+            stored.update(text=captions["text"], start=captions["start"], end=captions["end"])
+        plan_inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
+        return labels_tf.annotate_tf(
+            self.spec, example[schema.VIDEO], seed, stored, example[schema.TIMESTAMPS],
+            num_classes, fingerprint=example.get(schema.FINGERPRINT), **plan_inputs,
+        )  # fmt: skip
 
     # -- sampling ----------------------------------------------------------------
 

@@ -191,6 +191,15 @@ class ClipSpec:
             S = round(num_frames * stride * audio_rate / fps); silence past the
             end of the video (`short_video` loops or pads the frames only).
             Needs a contiguous clip: one stride, not a segment mode.
+        labels: on datasets built with several labels (JSON Lines `labels` or
+            `segments`), the clip's "labels" is a float32 multi-hot vector
+            ([num_views, classes] with views): "video", every label of the
+            example; "clip", those whose segments overlap the clip's time span
+            and those given without a segment (PyTorchVideo's Charades protocol).
+        captions: on datasets built with captions: "random", one per view drawn
+            with the clip's key (seeded: the same on every reader), among those
+            overlapping the clip (timed ones) or all (untimed); "all", every such
+            caption. None: "random" for modes "random" and "segments", else "all".
     """
 
     num_frames: int
@@ -209,6 +218,8 @@ class ClipSpec:
     crop_area: tuple[float, float] = (0.08, 1.0)
     crop_aspect: tuple[float, float] = (3 / 4, 4 / 3)
     audio: bool = False
+    labels: str = "video"
+    captions: str | None = None
 
     def __post_init__(self):
         checked = {
@@ -257,6 +268,9 @@ class ClipSpec:
                 "clips of different sizes cannot be stacked."
             )
         checked["audio"] = _check_audio(self.audio, checked["mode"], checked["stride"])
+        checked["labels"] = _check_choice("labels", self.labels, ("video", "clip"))
+        if self.captions is not None:
+            checked["captions"] = _check_choice("captions", self.captions, ("random", "all"))
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 
