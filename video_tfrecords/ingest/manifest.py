@@ -8,6 +8,7 @@ typo on line 90,000 should cost seconds, not the hours of decoding before it.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -167,7 +168,10 @@ def assign_labels(
                     f"{len(class_names)} classes (ids 0..{len(class_names) - 1})"
                 )
             else:
-                problems.append(f"{e.where}: label {e.label!r} is not in {LABELS_FILE}")
+                problems.append(
+                    f"{e.where}: label {e.label!r} is not in {LABELS_FILE}"
+                    + nearest_class(e.label, class_names)
+                )
         return class_names, ids, problems
 
     numeric = [e for e in entries if _is_int(e.label)]
@@ -187,6 +191,15 @@ def assign_labels(
     for e in entries:
         ids[(e.manifest, e.line)] = int(e.label) if numeric else index[e.label]
     return class_names, ids, problems
+
+
+def nearest_class(label: str, class_names: Sequence[str]) -> str:
+    """`" (did you mean 'x'?)"` for the class name nearest to a label (a typo, another case,
+    spaces for underscores), or nothing when none is near."""
+    folded = {name.casefold().replace("_", " "): name for name in class_names}
+    key = label.casefold().replace("_", " ")
+    near = difflib.get_close_matches(key, list(folded), n=1, cutoff=0.75)
+    return f" (did you mean {folded[near[0]]!r}?)" if near else ""
 
 
 def duplicate_problems(entries: Iterable[Entry]) -> list[str]:

@@ -14,7 +14,7 @@ from etils import epath
 
 from video_tfrecords.ingest import cache, encoding, manifest, summary
 
-__all__ = ["MANUAL_INSTRUCTIONS", "BuildRun"]
+__all__ = ["MANUAL_INSTRUCTIONS", "BuildRun", "ManualDirError"]
 
 MANUAL_INSTRUCTIONS = """\
 Put into the manual dir (`--manual_dir=DIR`) one manifest per split you want:
@@ -27,6 +27,10 @@ or absolute and may contain spaces (the label is the last field). Labels are
 class names or integer class ids. Blank lines and lines starting with # are
 ignored. Optionally add labels.txt: one class name per line, line i = id i.
 """
+
+
+class ManualDirError(FileNotFoundError):
+    """The manual dir is missing, empty, or holds no manifest: the message says what goes in it."""
 
 
 class BuildRun:
@@ -56,7 +60,7 @@ class BuildRun:
         try:
             dataset = manifest.read_dataset(manual_dir)
         except FileNotFoundError as e:
-            raise FileNotFoundError(f"{e}\n\n{MANUAL_INSTRUCTIONS}") from None
+            raise ManualDirError(f"{e}\n\n{MANUAL_INSTRUCTIONS}") from None
         self.info.features["label"].names = dataset.class_names
         self.metadata["skipped"] = []
         self.metadata["notes"] = []
