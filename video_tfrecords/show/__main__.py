@@ -169,6 +169,9 @@ def _play_rate(source: ClipSource, records: SplitRecords, first: int) -> float:
 
 
 def run_clips(args) -> str:
+    kind = args.out.rsplit(".", 1)[-1].lower()
+    if kind not in ("png", *animation.FORMATS):
+        raise SystemExit(f"error: --out {args.out}: write .png, .gif or .mp4")
     clip_args = clip_flags.clip_args(args)
     try:
         source = ClipSource(args.split, **_location(args), **clip_args)
@@ -180,22 +183,19 @@ def run_clips(args) -> str:
     shown = []
     for index in chosen:
         shown += views.example_tiles(source, index, records, args.frame_height, full)
-    kind = args.out.rsplit(".", 1)[-1].lower()
     if kind == "png":
         image = tiles.sheet(shown)
         if not cv2.imwrite(args.out, cv2.cvtColor(image, cv2.COLOR_RGB2BGR)):
             raise SystemExit(f"error: cannot write {args.out}")
         size = image.shape
         frames = ""
-    elif kind in animation.FORMATS:
+    else:
         columns = args.columns or math.ceil(math.sqrt(len(shown)))
         images = tiles.animation_frames(shown, columns)
         rate = args.play_fps or _play_rate(source, records, chosen[0])
         animation.write_animation(args.out, images, rate)
         size = images[0].shape
         frames = f", {len(images)} frames at {rate:.3g} fps"
-    else:
-        raise SystemExit(f"error: --out {args.out}: write .png, .gif or .mp4")
     return (
         f"wrote {args.out}: {len(shown)} tiles of {len(chosen)} clips from split "
         f"{args.split!r} ({len(source)} examples), {size[1]}x{size[0]} px{frames}; "
