@@ -31,7 +31,8 @@ TITLE_TEXT = (255, 255, 255)
 WAVE_BACKGROUND = (24, 24, 24)
 WAVE_COLOUR = (80, 220, 120)
 CURSOR_COLOUR = (255, 80, 80)
-# One colour per view's box; pure colours, drawn without anti-aliasing (findable pixel by pixel).
+# One colour per view's box: its lines are drawn in exactly this colour (findable pixel by
+# pixel); its label's text is smoothed (OpenCV 5 smooths all text).
 BOX_COLOURS = ((255, 0, 255), (0, 255, 255), (255, 255, 0), (255, 0, 0), (0, 255, 0), (0, 0, 255))
 GAP = 4  # pixels between tiles
 FRAME_GAP = 2  # pixels between the frames of a tile on a sheet
