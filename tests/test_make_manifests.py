@@ -18,7 +18,7 @@ import tensorflow_datasets as tfds
 
 import synthetic
 from video_tfrecords import make_manifests
-from video_tfrecords.build import manifest
+from video_tfrecords.ingest import manifest
 from video_tfrecords.make_manifests import class_folders, common
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -660,7 +660,7 @@ def test_the_subpackage_imports_only_the_standard_library():
             for name in names:
                 top = name.split(".")[0]
                 assert top in sys.stdlib_module_names or name.startswith(
-                    ("video_tfrecords.make_manifests", "video_tfrecords.build.manifest")
+                    ("video_tfrecords.make_manifests", "video_tfrecords.ingest.manifest")
                 ), f"{module.name} imports {name}"  # the builder's own manifest rules
 
 

@@ -3,9 +3,8 @@
     python -m video_tfrecords.make_manifests kinetics --annotations A --videos V --out OUT
 
 Each format's quirks (quoted labels, CRLF lines, case mismatches, label-less test splits) are
-handled once and tested. The conversion uses the standard library and the builder's manifest
-rules (`build/manifest.py`); the package's import registers the builder (tensorflow_datasets,
-no TensorFlow).
+handled once and tested. The conversion uses the standard library and the build's manifest
+rules (`ingest/manifest.py`).
 """
 
 from video_tfrecords.make_manifests.class_folders import folders

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 
-from video_tfrecords.build.manifest import (
+from video_tfrecords.ingest.manifest import (
     LABELS_FILE,
     MANIFEST_FILES,
     VIDEO_EXTENSIONS,
