@@ -191,7 +191,7 @@ def test_boxes_sit_where_the_clips_plan_puts_them(builder, tmp_path):
     assert len(bands) == 2 * (2 + 2)  # per example: per clip, its boxes tile and its view
     for example in range(2):
         plan = reference.plan(example)
-        boxes = stored_boxes(plan)
+        boxes = plan["boxes"]  # y, x, h, w in the stored frame's pixels
         frames = stored[example]["video"][plan["indices"]]  # [views, T, H, W, 3]
         for clip_index in range(2):
             top, bottom = bands[example * 4 + clip_index * 2]
@@ -208,16 +208,6 @@ def test_boxes_sit_where_the_clips_plan_puts_them(builder, tmp_path):
                 outside = np.ones(frame.shape[:2], bool)  # the stored frame's pixels
                 outside[rows.min() : rows.max() + 1, cols.min() : cols.max() + 1] = False
                 assert psnr(shown[outside], frame[outside]) > 35, (example, clip_index, t)
-
-
-def stored_boxes(plan) -> np.ndarray:
-    """[views, 4] y, x, h, w of each box in the stored frame's pixels."""
-    boxes = np.asarray(plan["boxes"], np.float64)
-    if "out_size" in plan:
-        out = np.asarray(plan["out_size"], np.float64).reshape(2, -1).T
-        scale = np.asarray(plan["frame_size"], np.float64) / out
-        boxes = boxes * np.concatenate([scale, scale], axis=1)
-    return boxes
 
 
 def test_gif_and_mp4_have_the_clips_frames(builder, tmp_path):

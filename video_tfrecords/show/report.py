@@ -16,10 +16,9 @@ import re
 
 import numpy as np
 
-from video_tfrecords.build.encoding import human_bytes
-from video_tfrecords.build.summary import plural
 from video_tfrecords.records import dataset_files
 from video_tfrecords.show.stored import SplitRecords
+from video_tfrecords.util.text import human_bytes, plural
 
 __all__ = ["DatasetReport", "SplitReport", "as_text", "dataset_report", "reason_kind"]
 

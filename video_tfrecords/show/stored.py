@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 
 from video_tfrecords.clips import jpeg
-from video_tfrecords.records import dataset_files, example_parser, shard_reader
+from video_tfrecords.records import dataset_files, example_parser, schema, shard_reader
 
 __all__ = ["SplitRecords", "StoredVideo"]
 
@@ -60,23 +60,23 @@ class SplitRecords:
             parsed = example_parser.parse_example(record)
         except ValueError as e:
             raise ValueError(f"{self.reader.where(index)}, split {self.split!r}: {e}") from e
-        frames = parsed.get("video") or ()
-        fps = _first(parsed, "fps")
+        frames = parsed.get(schema.VIDEO) or ()
+        fps = _first(parsed, schema.FPS)
         fps = float(fps) if fps else None
-        stamps = parsed.get("timestamps")
+        stamps = parsed.get(schema.TIMESTAMPS)
         if stamps is not None and len(stamps) == len(frames):
             times = np.asarray(stamps, np.float64)
         else:
             times = np.arange(len(frames), dtype=np.float64) / (fps or 1.0)
-        name = _first(parsed, "filename", b"")
+        name = _first(parsed, schema.FILENAME, b"")
         return StoredVideo(
-            label=int(_first(parsed, "label", -1)),
+            label=int(_first(parsed, schema.LABEL, -1)),
             filename=bytes(name).decode("utf-8", "replace"),
             num_frames=len(frames),
             times=times,
             fps=fps,
             frame_size=jpeg.jpeg_size(frames[0]) if len(frames) else None,
-            segment=int(_first(parsed, "segment", 0)),
+            segment=int(_first(parsed, schema.SEGMENT, 0)),
             record_bytes=len(memoryview(record).cast("B")),
         )
 

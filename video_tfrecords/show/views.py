@@ -37,19 +37,15 @@ class ViewPlan:
 
 
 def view_plan(source: ClipSource, index: int) -> ViewPlan:
-    """`source.plan(index)` with each view's box in the stored frame's pixels."""
+    """`source.plan(index)`, the same draw as `source[index]`, as arrays of one shape."""
     plan = source.plan(index)
-    indices = np.asarray(plan["indices"]).reshape(source.spec.num_views, -1)
-    views = len(indices)
-    frame_size = tuple(int(s) for s in np.asarray(plan["frame_size"]).reshape(2))
-    boxes = np.asarray(plan["boxes"], np.float64).reshape(views, 4)
-    if "out_size" in plan:  # boxes in the frame after short_side: back to stored pixels
-        out = np.asarray(plan["out_size"], np.float64)
-        out = out.reshape(2, -1).T if out.ndim > 1 else out[None]
-        scale = np.asarray(frame_size, np.float64) / np.broadcast_to(out, (views, 2))
-        boxes = boxes * np.concatenate([scale, scale], axis=1)
-    flip = np.asarray(plan["flip"], bool).reshape(views)
-    return ViewPlan(indices, flip, boxes, frame_size)
+    views = source.spec.num_views
+    return ViewPlan(
+        indices=np.asarray(plan["indices"]).reshape(views, -1),
+        flip=np.asarray(plan["flip"], bool).reshape(views),
+        boxes=np.asarray(plan["boxes"], np.float64).reshape(views, 4),
+        frame_size=tuple(int(s) for s in np.asarray(plan["frame_size"]).reshape(2)),
+    )
 
 
 def full_frame_source(source: ClipSource, clip_args: dict) -> ClipSource:
