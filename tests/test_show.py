@@ -276,3 +276,18 @@ def test_report_counts_equal_the_datasets(builder, tmp_path, capsys):
     assert f"train: {train.examples} examples in 1 shard" in text
     image = read_rgb(path)
     assert image.shape[0] == 24 + len(statistics.splits) * (charts.PANEL_H + 1)
+
+
+def test_the_commands_load_no_tensorflow(builder, tmp_path):
+    script = (
+        "import sys\n"
+        "from video_tfrecords.show.__main__ import main\n"
+        f"main(['report', '--dataset_dir', {builder.data_dir!r}])\n"
+        f"main(['--dataset_dir', {builder.data_dir!r}, '--boxes', '--crop_size', '24,24', "
+        f"'--audio', '--out', {str(tmp_path / 'x.gif')!r}])\n"
+        "assert 'tensorflow' not in sys.modules, 'TensorFlow was imported'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
