@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import secrets
 import sys
 
 import cv2
@@ -22,6 +23,7 @@ from video_tfrecords.clips.spec import SEGMENT_MODES
 from video_tfrecords.records import dataset_files
 from video_tfrecords.show import animation, clip_flags, report, tiles, views
 from video_tfrecords.show.stored import SplitRecords
+from video_tfrecords.util.text import plural
 
 COMMANDS = ("clips", "report")
 
@@ -173,6 +175,8 @@ def run_clips(args) -> str:
     if kind not in ("png", *animation.FORMATS):
         raise SystemExit(f"error: --out {args.out}: write .png, .gif or .mp4")
     clip_args = clip_flags.clip_args(args)
+    if clip_args["seed"] is None:  # fresh clips, but one seed for the clip, its plan, its boxes
+        clip_args["seed"] = args.seed = secrets.randbelow(2**31)
     try:
         source = ClipSource(args.split, **_location(args), **clip_args)
     except ValueError as e:  # ClipSpec's checks, naming the argument
@@ -197,9 +201,9 @@ def run_clips(args) -> str:
         size = images[0].shape
         frames = f", {len(images)} frames at {rate:.3g} fps"
     return (
-        f"wrote {args.out}: {len(shown)} tiles of {len(chosen)} clips from split "
-        f"{args.split!r} ({len(source)} examples), {size[1]}x{size[0]} px{frames}; "
-        f"seed {source.spec.seed}"
+        f"wrote {args.out}: {plural(len(shown), 'tile')} of {plural(len(chosen), 'clip')} from "
+        f"split {args.split!r} ({plural(len(source), 'example')}), {size[1]}x{size[0]} px"
+        f"{frames}; seed {source.spec.seed} (--seed {source.spec.seed} draws them again)"
     )
 
 

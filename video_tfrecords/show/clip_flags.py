@@ -16,9 +16,11 @@ from video_tfrecords.clips.spec import ClipSpec
 
 __all__ = ["DEFAULTS", "add_clip_flags", "clip_args", "field_docs", "parse_value"]
 
-# Where the show command's defaults differ from ClipSpec's: num_frames has none there, and
-# a seed makes a sheet reproducible (and lets `--boxes` draw the clip's own boxes).
+# Where the show command's defaults differ from ClipSpec's: num_frames has none there, and a
+# seed makes a sheet reproducible (`--seed none`: one drawn at random, and printed).
 DEFAULTS = {"num_frames": 8, "seed": 0}
+NOTES = {"seed": "Here none draws a seed at random and prints it: the clip, its times and its "
+         "boxes come from one draw."}  # fmt: skip
 
 
 def field_docs() -> dict[str, str]:
@@ -94,7 +96,8 @@ def add_clip_flags(parser: argparse.ArgumentParser) -> None:
         if default is dataclasses.MISSING:
             default = None
         doc = docs.get(field.name, "").replace("%", "%%")
-        text = f"{doc} (default: {_shown(default)})"
+        note = NOTES.get(field.name, "").replace("%", "%%")
+        text = f"{doc} {note} (default: {_shown(default)})".replace("  ", " ")
         if isinstance(field.default, bool):
             group.add_argument(
                 f"--{field.name}", nargs="?", const=True, default=default, type=_bool,

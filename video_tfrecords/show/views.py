@@ -34,6 +34,7 @@ class ViewPlan:
     flip: np.ndarray  # bool [V]
     boxes: np.ndarray  # float [V, 4]: y, x, h, w in the stored frame's pixels
     frame_size: tuple[int, int]  # the stored frame's (h, w)
+    short_sides: np.ndarray | None  # int [V]: each view's drawn short side (scale jitter)
 
 
 def view_plan(source: ClipSource, index: int) -> ViewPlan:
@@ -45,6 +46,7 @@ def view_plan(source: ClipSource, index: int) -> ViewPlan:
         flip=np.asarray(plan["flip"], bool).reshape(views),
         boxes=np.asarray(plan["boxes"], np.float64).reshape(views, 4),
         frame_size=tuple(int(s) for s in np.asarray(plan["frame_size"]).reshape(2)),
+        short_sides=np.asarray(plan["short_side"]).reshape(views) if "short_side" in plan else None,
     )
 
 
@@ -104,7 +106,8 @@ def _draw_boxes(frames: np.ndarray, plan: ViewPlan, views: range, clip: str) -> 
             tiles.draw_box(frame, box, colour, label)
     first, last = views[0] + 1, views[-1] + 1
     which = f"boxes of views {first}-{last}" if last > first else f"box of view {first}"
-    return f"{clip}: {which} (F: flipped) on the stored frames"
+    flipped = " (F: flipped)" if plan.flip.any() else ""
+    return f"{clip}: {which}{flipped} on the stored frames"
 
 
 def example_tiles(
@@ -144,6 +147,8 @@ def example_tiles(
             line = f"view {v + 1}/{spec.num_views}: {_when(video, plan.indices[v])}"
             if spec.crop_size is not None:
                 line += f"; {_box_text(plan.boxes[v], plan.frame_size)}"
+            if plan.short_sides is not None:
+                line += f", short side {plan.short_sides[v]}"
             title = [line + (", flipped" if plan.flip[v] else "")]
             sound = None if audio is None else audio[v]
             out.append(tiles.Tile(heading, title, tiles.scaled(clips[v], frame_height), sound))
