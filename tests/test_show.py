@@ -258,6 +258,7 @@ def test_report_counts_equal_the_datasets(builder, tmp_path, capsys):
             assert f"    {name} {labels[name]:>6} " in text or (
                 f"    {name} {labels[name]:>6}\n" in text + "\n"
             )
+        assert split.with_audio == sum(bool(e["has_audio"]) for e in examples)
         got = collections.Counter(names[label] for label in split.labels)
         assert got == labels
         assert sorted(split.num_frames) == sorted(len(e["video"]) for e in examples)
@@ -276,6 +277,8 @@ def test_report_counts_equal_the_datasets(builder, tmp_path, capsys):
     assert f"train: {train.examples} examples in 1 shard" in text
     image = read_rgb(path)
     assert image.shape[0] == 24 + len(statistics.splits) * (charts.PANEL_H + 1)
+    (limited,) = report.dataset_report(builder.data_dir, ["train"], limit=2).splits
+    assert (limited.examples, limited.read, len(limited.labels)) == (train.examples, 2, 2)
 
 
 def test_the_commands_load_no_tensorflow(builder, tmp_path):

@@ -43,6 +43,7 @@ class SplitReport:
     frame_sizes: collections.Counter  # (h, w) -> examples
     record_bytes: np.ndarray
     videos: int  # distinct files among the records read (a video of several parts counts once)
+    with_audio: int | None  # examples whose video has an audio stream; None: no audio stored
     skipped: list[dict]  # metadata.json records {split, path, reason}
     notes: list[dict]
 
@@ -98,6 +99,9 @@ def _split_report(dataset_dir: str, info: dict, split: dict, metadata: dict, lim
         frame_sizes=collections.Counter(v.frame_size for v in videos if v.frame_size),
         record_bytes=np.array([v.record_bytes for v in videos], np.int64),
         videos=len({v.filename for v in videos}),
+        with_audio=None
+        if any(v.has_audio is None for v in videos)
+        else sum(v.has_audio for v in videos),
         skipped=[r for r in metadata.get("skipped", []) if r.get("split") == name],
         notes=[r for r in metadata.get("notes", []) if r.get("split") == name],
     )
@@ -133,6 +137,13 @@ def _spread(values: np.ndarray, unit: str = "", digits: int = 2) -> str:
         f"min {show(values.min())}  median {show(np.median(values))}  "
         f"mean {show(values.mean())}  max {show(values.max())}"
     )
+
+
+def _time(seconds: float) -> str:
+    """'48.0 s', '12.5 min', '3.20 h'."""
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.2f} h"
 
 
 def _bar(count: int, most: int) -> str:
@@ -185,14 +196,18 @@ def _split_text(split: SplitReport, names: list[str]) -> list[str]:
     if split.read < split.examples:
         lines.append(f"  (values below from the first {split.read} examples)")
     lines.append(f"  videos: {split.videos} (a video stored in parts counts once)")
+    if split.with_audio is not None:
+        lines.append(f"  with an audio stream: {split.with_audio} of {split.read} examples")
     lines += _class_lines(split.labels, names)
-    total = float(split.durations.sum())
-    lines.append(f"  duration: {_spread(split.durations, ' s')}; total {total / 3600:.2f} h")
+    total = _time(float(split.durations.sum()))
+    lines.append(f"  duration: {_spread(split.durations, ' s')}; total {total}")
     lines.append(f"  stored frames: {_spread(split.num_frames.astype(np.float64), '', 0)}")
     rates = collections.Counter(f"{r:g}" for r in split.fps if not np.isnan(r))
-    listed = ", ".join(f"{r} fps x {n}" for r, n in rates.most_common(8))
-    more = f" and {len(rates) - 8} more rates" if len(rates) > 8 else ""
-    lines.append(f"  frame rate: {_spread(split.fps, ' fps')}; {listed}{more}")
+    listed = ", ".join(f"{r} fps x {n}" for r, n in rates.most_common(8)) or "none stored"
+    more = (
+        f" and {len(rates) - 8} more rates ({_spread(split.fps, ' fps')})" if len(rates) > 8 else ""
+    )
+    lines.append(f"  frame rate: {listed}{more}")
     sizes = ", ".join(f"{h}x{w} x {n}" for (h, w), n in split.frame_sizes.most_common(8))
     more = f" and {len(split.frame_sizes) - 8} more sizes" if len(split.frame_sizes) > 8 else ""
     lines.append(f"  frame size (h x w): {sizes or 'none'}{more}")

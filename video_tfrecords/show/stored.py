@@ -28,6 +28,7 @@ class StoredVideo:
     frame_size: tuple[int, int] | None  # (h, w) from the first frame's JPEG header
     segment: int
     record_bytes: int
+    has_audio: bool | None  # None: the dataset stores no audio
 
     @property
     def duration(self) -> float:
@@ -78,6 +79,7 @@ class SplitRecords:
             frame_size=jpeg.jpeg_size(frames[0]) if len(frames) else None,
             segment=int(_first(parsed, schema.SEGMENT, 0)),
             record_bytes=len(memoryview(record).cast("B")),
+            has_audio=None if "has_audio" not in parsed else bool(_first(parsed, "has_audio")),
         )
 
     def close(self) -> None:
