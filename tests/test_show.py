@@ -61,6 +61,15 @@ def run_show(builder, *args) -> None:
     show.main([*command, "--dataset_dir", builder.data_dir, *map(str, args[len(command) :])])
 
 
+def flags(clip: dict) -> list[str]:
+    """Command-line flags of ClipSource keyword arguments."""
+    out = []
+    for name, value in clip.items():
+        text = ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+        out += [f"--{name}"] if value is True else [f"--{name}", text]
+    return out
+
+
 def source(builder, **clip) -> ClipSource:
     clip.setdefault("num_frames", 8)
     clip.setdefault("seed", 0)  # the command's default
@@ -153,9 +162,7 @@ def test_sheet_holds_each_views_frames_at_the_asked_height(builder, tmp_path, ca
     frames, each the clip ClipSource gives, enlarged by pixel copies."""
     path = tmp_path / "sheet.png"
     clip = {"num_frames": 4, "num_clips": 2, "crop_size": (32, 40), "flip": True, "stride": 2}
-    run_show(builder, "--examples", 3, "--frame_height", 64, "--num_frames", 4,
-                   "--num_clips", 2, "--crop_size", "32,40", "--flip", "--stride", 2,
-                   "--out", path)  # fmt: skip
+    run_show(builder, "--examples", 3, "--frame_height", 64, *flags(clip), "--out", path)
     assert "6 tiles of 3 clips" in capsys.readouterr().out
     image = read_rgb(path)
     gaps = tiles.GAP * 2 + 3 * tiles.FRAME_GAP
@@ -175,39 +182,46 @@ def test_sheet_holds_each_views_frames_at_the_asked_height(builder, tmp_path, ca
                 assert y == bottom - top - 64  # under its title, at the band's foot
 
 
-def test_boxes_sit_where_the_clips_plan_puts_them(builder, tmp_path):
+BOXED = [
+    {"num_frames": 3, "mode": "uniform", "num_clips": 2, "crop_size": (24, 24), "crop": "resized",
+     "flip": True, "short_side": 40},  # a drawn box per clip
+    {"num_frames": 2, "mode": "center", "crop_size": (40, 40), "num_crops": 3, "short_side": 44},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("clip", BOXED)
+def test_boxes_sit_where_the_clips_plan_puts_them(builder, tmp_path, clip):
     """Each clip's stored frames, as TensorFlow decodes them, are on the sheet with every view's
     box drawn in its colour exactly on `ClipSource.plan`'s box."""
     path = tmp_path / "boxes.png"
-    clip = {"num_frames": 3, "mode": "uniform", "num_clips": 2, "crop_size": (24, 24),
-            "crop": "resized", "flip": True, "short_side": 40}  # fmt: skip
-    run_show(builder, "--examples", 2, "--boxes", "--num_frames", 3, "--mode", "uniform",
-             "--num_clips", 2, "--crop_size", "24,24", "--crop", "resized", "--flip",
-             "--short_side", 40, "--out", path)  # fmt: skip
+    run_show(builder, "--examples", 2, "--boxes", *flags(clip), "--out", path)
     image = read_rgb(path)
     stored = list(tfds.as_numpy(builder.as_dataset(split="train", shuffle_files=False)))
     reference = source(builder, **clip)
+    clips, crops = clip.get("num_clips", 1), clip.get("num_crops", 1)
+    per_example = clips * (1 + crops)  # per clip, its boxes tile and its views' tiles
     bands = tile_bands(image)
-    assert len(bands) == 2 * (2 + 2)  # per example: per clip, its boxes tile and its view
+    assert len(bands) == 2 * per_example
     for example in range(2):
         plan = reference.plan(example)
         boxes = plan["boxes"]  # y, x, h, w in the stored frame's pixels
-        frames = stored[example]["video"][plan["indices"]]  # [views, T, H, W, 3]
-        for clip_index in range(2):
-            top, bottom = bands[example * 4 + clip_index * 2]
-            band = image[top:bottom]
-            for t, frame in enumerate(frames[clip_index]):
+        for clip_index in range(clips):
+            views = range(clip_index * crops, (clip_index + 1) * crops)
+            bottom = bands[example * per_example + clip_index * (1 + crops)][1]
+            frames = stored[example]["video"][plan["indices"][views[0]]]
+            for t, frame in enumerate(frames):
                 height, width = frame.shape[:2]  # where the sheet test found frames to be:
                 x = tiles.GAP + t * (width + tiles.FRAME_GAP)  # side by side, at the band's foot
-                shown = band[-height:, x : x + width]
-                colour = tiles.BOX_COLOURS[clip_index]
-                rows, cols = np.nonzero((shown == colour).all(axis=-1))
-                by, bx, bh, bw = boxes[clip_index]
-                assert (rows.min(), cols.min()) == (round(by), round(bx)), (example, t)
-                assert rows.max() == round(by + bh) - 1 and cols.max() == round(bx + bw) - 1
-                outside = np.ones(frame.shape[:2], bool)  # the stored frame's pixels
-                outside[rows.min() : rows.max() + 1, cols.min() : cols.max() + 1] = False
-                assert psnr(shown[outside], frame[outside]) > 35, (example, clip_index, t)
+                shown = image[bottom - height : bottom, x : x + width]
+                outside = np.ones(frame.shape[:2], bool)
+                for view in views:
+                    colour = tiles.BOX_COLOURS[view]
+                    rows, cols = np.nonzero((shown == colour).all(axis=-1))
+                    y, x0, h, w = boxes[view]
+                    assert (rows.min(), cols.min()) == (y, x0), (example, view, t)
+                    assert (rows.max(), cols.max()) == (y + h - 1, x0 + w - 1), (example, view, t)
+                    outside[y : y + h, x0 : x0 + w] = False
+                assert psnr(shown[outside], frame[outside]) > 35  # the stored frame's pixels
 
 
 def test_gif_and_mp4_have_the_clips_frames(builder, tmp_path):
@@ -215,8 +229,7 @@ def test_gif_and_mp4_have_the_clips_frames(builder, tmp_path):
     reference = source(builder, **clip)
     for name in ("clips.gif", "clips.mp4"):
         path = tmp_path / name
-        run_show(builder, "--examples", 3, "--num_frames", 5, "--crop_size", "40,40",
-                 "--mode", "center", "--out", path)  # fmt: skip
+        run_show(builder, "--examples", 3, *flags(clip), "--out", path)
         with av.open(str(path)) as container:
             decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
         assert len(decoded) == 5, name
@@ -226,12 +239,12 @@ def test_gif_and_mp4_have_the_clips_frames(builder, tmp_path):
                 assert 10 * np.log10(255**2 / max(difference, 1e-9)) > 30, (name, example, t)
 
 
-def test_an_audio_tile_has_a_waveform_strip_that_is_loud_only_for_the_loud_video(builder, tmp_path):
+def test_an_audio_tile_has_a_waveform_strip_loud_only_for_the_loud_video(builder, tmp_path):
     path = tmp_path / "audio.png"
     loud = [i for i, e in enumerate(source(builder, num_frames=1)) if e["filename"] == LOUD]
     quiet = 0 if loud != [0] else 1
-    run_show(builder, "--indices", f"{loud[0]},{quiet}", "--audio", "--mode", "center",
-             "--num_frames", 8, "--stride", 4, "--out", path)  # fmt: skip
+    clip = {"audio": True, "mode": "center", "num_frames": 8, "stride": 4}
+    run_show(builder, "--indices", f"{loud[0]},{quiet}", *flags(clip), "--out", path)
     image = read_rgb(path)
     heights = []
     for top, bottom in tile_bands(image):
