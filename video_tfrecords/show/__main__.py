@@ -207,11 +207,25 @@ def run_clips(args) -> str:
     )
 
 
+def _progress():
+    """On a terminal, a line on stderr saying how far the records are read (a large split
+    takes a while: every record is read); else None."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(split: str, done: int, total: int) -> None:
+        if done == total or done % 500 == 0:
+            end = "\n" if done == total else ""
+            print(f"\rreading {split}: {done}/{total} records", end=end, file=sys.stderr)
+
+    return show
+
+
 def run_report(args) -> str:
     location = _location(args)
     dataset_dir = location.pop("dataset_dir") or dataset_files.find_dataset_dir(**location)
     splits = args.splits.split(",") if args.splits else None
-    statistics = report.dataset_report(dataset_dir, splits, args.limit)
+    statistics = report.dataset_report(dataset_dir, splits, args.limit, _progress())
     text = report.as_text(statistics)
     if args.out:
         from video_tfrecords.show import charts  # pylint: disable=import-outside-toplevel

@@ -77,12 +77,16 @@ def _metadata(dataset_dir: str) -> dict:
         return json.load(f)
 
 
-def _split_report(dataset_dir: str, info: dict, split: dict, metadata: dict, limit) -> SplitReport:
+def _split_report(dataset_dir, info: dict, split: dict, metadata: dict, limit, progress):
     name = split["name"]
     shards = dataset_files.split_shards(dataset_dir, name, info)
     records = SplitRecords(dataset_dir, name)
     count = len(records) if limit is None else min(limit, len(records))
-    videos = [records.video(i) for i in range(count)]
+    videos = []
+    for index in range(count):
+        videos.append(records.video(index))
+        if progress is not None:
+            progress(name, index + 1, count)
     records.close()
     floats = lambda values: np.array(list(values), np.float64)
     return SplitReport(
@@ -107,8 +111,9 @@ def _split_report(dataset_dir: str, info: dict, split: dict, metadata: dict, lim
     )
 
 
-def dataset_report(dataset_dir: str, splits=None, limit: int | None = None) -> DatasetReport:
-    """The report of a prepared dataset folder: every split, or those named."""
+def dataset_report(dataset_dir: str, splits=None, limit=None, progress=None) -> DatasetReport:
+    """The report of a prepared dataset folder: every split, or those named; `limit`: records
+    read a split; `progress(split, done, total)` is called after each record read."""
     info = dataset_files.read_info(dataset_dir)
     known = {s["name"]: s for s in info.get("splits", [])}
     names = list(known) if splits is None else list(splits)
@@ -124,7 +129,9 @@ def dataset_report(dataset_dir: str, splits=None, limit: int | None = None) -> D
         version=info.get("version", "?"),
         file_format=info.get("fileFormat") or "tfrecord",
         class_names=dataset_files.read_label_names(dataset_dir) or [],
-        splits=[_split_report(dataset_dir, info, known[n], metadata, limit) for n in names],
+        splits=[
+            _split_report(dataset_dir, info, known[n], metadata, limit, progress) for n in names
+        ],
     )
 
 
