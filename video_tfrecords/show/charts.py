@@ -24,7 +24,10 @@ _MAX_BARS = 8  # categories shown a panel
 
 
 def _text(image, text: str, x: int, y: int, colour=_INK) -> None:
+    """`text` at (x, y), cut to what fits in the image's width."""
     text = text.encode("ascii", "replace").decode()
+    while len(text) > 1 and cv2.getTextSize(text, _FONT, _SCALE, 1)[0][0] > image.shape[1] - x:
+        text = text[:-1]
     cv2.putText(image, text, (x, y), _FONT, _SCALE, colour, 1, cv2.LINE_AA)
 
 
@@ -79,7 +82,7 @@ def _reasons(split: SplitReport) -> np.ndarray:
     for i, (reason, n, colour) in enumerate(rows[:_MAX_BARS]):
         y = 28 + 20 * i
         cv2.rectangle(image, (6, y), (6 + round(80 * n / most), y + 14), colour, -1)
-        _text(image, f"{n} {reason}"[:48], 92, y + 11)
+        _text(image, f"{n} {reason}", 92, y + 11)
     if not rows:
         _text(image, "none", 10, PANEL_H // 2)
     return image
