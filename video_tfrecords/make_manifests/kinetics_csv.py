@@ -2,7 +2,9 @@
 
 Rows are `label,youtube_id,time_start,time_end,split[,is_cc]`; labels hold spaces,
 parentheses and commas (quoted). A video is `{youtube_id}_{start:06d}_{end:06d}.EXT` (the
-downloaders' name) or `{youtube_id}.EXT`, anywhere under --videos.
+downloaders' name) or `{youtube_id}.EXT`, anywhere under --videos. The trimmed name holds
+just the clip and is written whole; the untrimmed one holds the YouTube video, so its example
+keeps `start`/`end` (time_start/time_end) and its split is written as JSON Lines (`writer`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import csv
 import os
 
-from video_tfrecords.make_manifests import common
+from video_tfrecords.make_manifests import common, writer
 
 CSV_SPLITS = {"train.csv": "train", "validate.csv": "val", "test.csv": "test"}
 REQUIRED = ("youtube_id", "time_start", "time_end")
@@ -92,10 +94,12 @@ def read(annotations: str) -> common.Parsed:
                 )
             else:
                 stems = (f"{video_id}_{start:06d}_{end:06d}", video_id)
-                items.append(common.Annotation(where, split, ids[row["label"]], stems))
+                label, span = ids[row["label"]], (float(start), float(end))
+                items.append(common.Annotation(where, split, label, stems, span=span,
+                                               span_stems=(video_id,)))  # fmt: skip
     return common.Parsed(classes, items, problems, unlabeled, notes)
 
 
 def kinetics(annotations: str, videos: str, out: str) -> common.Result:
     """Kinetics CSVs in `annotations`, videos under `videos` -> manual dir `out`."""
-    return common.convert(read(annotations), videos, out)
+    return writer.convert(read(annotations), videos, out)
