@@ -15,9 +15,9 @@ import sys
 
 import pytest
 import tensorflow_datasets as tfds
-from annotation_files import assert_nothing_written, by_path, jsonl, lines, touch, write
 
 import synthetic
+from annotation_files import assert_nothing_written, by_path, jsonl, lines, touch, write
 from video_tfrecords import make_manifests
 from video_tfrecords.build import manifest
 from video_tfrecords.make_manifests import class_folders, common

@@ -7,6 +7,7 @@ writes a byte, so a bad line costs seconds and leaves --out as it was.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import os
 from collections.abc import Iterator, Sequence
@@ -116,6 +117,39 @@ def read_lines(path: str, problems: list[str]) -> list[tuple[int, str]]:
     except OSError as e:
         problems.append(f"{path}: cannot be read ({e.strerror})")
     return []
+
+
+def read_csv(path: str, required: Sequence[str], problems: list[str]) -> list[tuple[int, dict]]:
+    """The rows of a CSV with a header as (line a row starts on, {column: value stripped}).
+
+    Column names are matched in lower case; blank rows are skipped.
+    """
+    rows = []
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            reader = csv.reader(f)
+            header = [name.strip().lower() for name in next(reader, [])]
+            absent = [name for name in required if name not in header]
+            if absent:
+                problems.append(f"{path}:1: header {header} lacks {', '.join(absent)}")
+                return []
+            start = reader.line_num + 1
+            for row in reader:
+                line, start = start, reader.line_num + 1
+                if not any(field.strip() for field in row):
+                    continue
+                if len(row) != len(header):
+                    problems.append(
+                        f"{path}:{line}: {len(row)} fields, the header has "
+                        f"{len(header)} ({','.join(header)})"
+                    )
+                    continue
+                rows.append((line, dict(zip(header, map(str.strip, row), strict=True))))
+    except UnicodeDecodeError as e:
+        problems.append(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})")
+    except (OSError, csv.Error) as e:
+        problems.append(f"{path}: cannot be read ({e})")
+    return rows
 
 
 def ordered_classes(names) -> list[str]:

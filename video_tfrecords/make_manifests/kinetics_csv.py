@@ -9,7 +9,6 @@ keeps `start`/`end` (time_start/time_end) and its split is written as JSON Lines
 
 from __future__ import annotations
 
-import csv
 import os
 
 from video_tfrecords.make_manifests import common, writer
@@ -27,34 +26,6 @@ def _seconds(text: str) -> int | None:
     return int(value) if value.is_integer() and value >= 0 else None
 
 
-def _read_csv(path: str, problems: list[str]) -> tuple[list[tuple[int, dict]], bool]:
-    """The rows of one CSV as (line, {column: value}), and whether any row has a label."""
-    rows = []
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            reader = csv.reader(f)
-            header = [name.strip().lower() for name in next(reader, [])]
-            absent = [name for name in REQUIRED if name not in header]
-            if absent:
-                problems.append(f"{path}:1: header {header} lacks {', '.join(absent)}")
-                return [], False
-            for row in reader:
-                if not any(field.strip() for field in row):
-                    continue
-                if len(row) != len(header):
-                    problems.append(
-                        f"{path}:{reader.line_num}: {len(row)} fields, the header has "
-                        f"{len(header)} ({','.join(header)})"
-                    )
-                    continue
-                rows.append((reader.line_num, dict(zip(header, map(str.strip, row), strict=True))))
-    except UnicodeDecodeError as e:
-        problems.append(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})")
-    except (OSError, csv.Error) as e:
-        problems.append(f"{path}: cannot be read ({e})")
-    return rows, any(row.get("label") for _, row in rows)
-
-
 def read(annotations: str) -> common.Parsed:
     """Reads the CSVs there are; a split without labels (Kinetics' test) is counted, not kept."""
     present = [n for n in CSV_SPLITS if os.path.isfile(os.path.join(annotations, n))]
@@ -65,8 +36,8 @@ def read(annotations: str) -> common.Parsed:
     problems, notes, unlabeled, labelled = [], [], 0, []
     for name in present:
         path = os.path.join(annotations, name)
-        rows, has_labels = _read_csv(path, problems)
-        if has_labels:
+        rows = common.read_csv(path, REQUIRED, problems)
+        if any(row.get("label") for _, row in rows):
             labelled.append((path, CSV_SPLITS[name], rows))
         elif rows:
             unlabeled += len(rows)

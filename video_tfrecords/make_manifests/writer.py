@@ -72,11 +72,11 @@ def convert(parsed: Parsed, videos: str, out: str) -> Result:
         index = common.VideoIndex(videos)
         notes += index.notes
     found_by_split = {split: [] for split in SPLIT_FILES}  # split -> [(annotation, path, fields)]
-    missing, claimed = [], {}
+    missing, claimed = {}, {}  # missing: an ordered set
     for a in parsed.annotations:
         found = [a.file] if a.file is not None else index.find(a)
         if not found:
-            missing.append(f"{a.where}: {a.looked_for()}")
+            missing[f"{a.where}: {a.looked_for()}"] = None  # once for all a video's segments
             continue
         if len(found) > 1:
             problems.append(f"{a.where}: several videos match: {', '.join(sorted(found))}")
