@@ -109,6 +109,14 @@ def test_activitynet_captions_file_alone_segments_are_its_sentences(tmp_path):
         for v, c in [("sJF", SJF_CAPTIONS[0]), ("sJF", SJF_CAPTIONS[1]), ("dog", DOG)]
     ]
     assert lines(out, "labels.txt") == []
+    out_2 = tmp_path / "out_2"  # the second annotation of val_1's videos, passed alone
+    make_manifests.activitynet(str(ANNOTATIONS / "val_2.json"), str(tmp_path / "v"), str(out_2))
+    assert jsonl(out_2, "val.jsonl") == [
+        {
+            "path": video["V1P"],
+            "captions": [{"text": "A second annotator's sentence.", "start": 0.0, "end": 30.0}],
+        }
+    ]
 
 
 def test_activitynet_segments_of_both_kinds_at_once_is_refused(tmp_path):
@@ -134,3 +142,11 @@ def test_activitynet_bad_entries_name_file_line_and_video(tmp_path):
         f"{ann}/val_1.json:1: video v_x: needs as many timestamps as sentences",
     ]
     assert_nothing_written(tmp_path / "out")
+
+
+def test_activitynet_invalid_json_is_one_problem_at_its_line(tmp_path):
+    ann = write(tmp_path / "ann", {V13.name: '{"taxonomy": [],\n"database": {\n"x": {,}}}\n'})
+    with pytest.raises(make_manifests.AnnotationError) as error:
+        make_manifests.activitynet(str(ann), str(tmp_path), str(tmp_path / "out"))
+    (problem,) = error.value.problems  # read twice (taxonomy, database), reported once
+    assert problem.startswith(f"{ann / V13.name}:3: not valid JSON")

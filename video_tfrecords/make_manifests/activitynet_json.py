@@ -4,9 +4,9 @@ v1.3: `{"database": {ID: {"subset", "duration", "annotations": [{"label", "segme
 "taxonomy": [...]}`; subsets training, validation, testing -> train, val, test (testing has
 no annotations: counted, not written). The classes are the taxonomy's leaves (the 200 activities,
 sorted), or without a taxonomy the labels used. Captions: `{"v_ID": {"duration", "timestamps":
-[[s, e], ...], "sentences": [...]}}`, train.json -> train, val_1.json -> val (val_2.json, a second
-annotation of val_1's videos, is not read). The video is `v_ID.EXT` (the crawler's name) or
-`ID.EXT` anywhere under --videos.
+[[s, e], ...], "sentences": [...]}}`, train.json -> train, val_1.json -> val (val_2.json, val_1's
+videos annotated again, only when passed as the one file). The video is `v_ID.EXT` (the
+crawler's name) or `ID.EXT` anywhere under --videos.
 
 By default a video is one example: `labels`, `segments` (v1.3) and `captions` ({text, start,
 end}; ActivityNet Captions), merged by ID; spans are cut to the stated duration (`spans`).
@@ -25,13 +25,14 @@ from video_tfrecords.make_manifests.spans import Spans, seconds
 V13_FILE = "activity_net.v1-3.min.json"
 SUBSETS = {"training": "train", "validation": "val", "testing": "test"}
 CAPTION_FILES = {"train.json": "train", "val_1.json": "val"}
+CAPTION_SPLITS = {**CAPTION_FILES, "val_2.json": "val"}  # val_2.json only when passed itself
 
 
 def _files(annotations: str) -> tuple[str | None, list[str], list[str]]:
     """(the v1.3 file or None, the captions files, notes) of a folder or one file."""
     if os.path.isfile(annotations):
         name = os.path.basename(annotations)
-        if name in CAPTION_FILES:
+        if name in CAPTION_SPLITS:
             return None, [annotations], []
         return annotations, [], []
     v13 = os.path.join(annotations, V13_FILE)
@@ -39,7 +40,7 @@ def _files(annotations: str) -> tuple[str | None, list[str], list[str]]:
     captions = [os.path.join(annotations, n) for n in CAPTION_FILES]
     notes = []
     if os.path.isfile(os.path.join(annotations, "val_2.json")):
-        notes.append("val_2.json (a second annotation of val_1.json's videos) is not read")
+        notes.append("val_2.json (val_1.json's videos annotated again) not read: pass it alone")
     return v13, [p for p in captions if os.path.isfile(p)], notes
 
 
@@ -180,9 +181,9 @@ def read(annotations: str, segments: bool = False) -> common.Parsed:
         classes = _leaves(v13, reader.problems)
         reader.v13(v13, set(classes) if classes else None)
     for path in caption_files:
-        reader.captions(path, CAPTION_FILES[os.path.basename(path)])
-    if reader.problems:
-        raise common.AnnotationError(reader.problems)
+        reader.captions(path, CAPTION_SPLITS[os.path.basename(path)])
+    if reader.problems:  # the file is read twice (taxonomy, database): a JSON error once
+        raise common.AnnotationError(list(dict.fromkeys(reader.problems)))
     if v13 is not None and not classes:
         used = {s["label"] for v in reader.videos.values() for s in v.get("segments", [])}
         classes = common.ordered_classes(used)

@@ -140,8 +140,8 @@ def read(annotations: str, lists: str | None = None) -> common.Parsed:
     for path in paths:
         reader.json_file(path)
     own = reader.apply_lists(_list_files(folder, lists)) if lists else {}
-    if reader.problems:
-        raise common.AnnotationError(reader.problems)
+    if reader.problems:  # each file is read twice (videos, sentences): a JSON error once
+        raise common.AnnotationError(list(dict.fromkeys(reader.problems)))
     classes = common.ordered_classes(str(v["category"]) for v in reader.videos.values())
     ids = {name: i for i, name in enumerate(classes)}
     items = []
