@@ -20,6 +20,7 @@ import synthetic
 from annotation_files import assert_nothing_written, by_path, jsonl, lines, touch, write
 from video_tfrecords import make_manifests
 from video_tfrecords.build import manifest
+from video_tfrecords.make_manifests import __main__ as cli
 from video_tfrecords.make_manifests import class_folders, common
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -151,6 +152,19 @@ def test_kinetics_untrimmed_video_twice_with_two_spans_is_two_examples(tmp_path)
         {"path": video, "label": "x", "start": 0.0, "end": 10.0},
         {"path": video, "label": "y", "start": 20.0, "end": 30.0},
     ]
+
+
+def test_kinetics_no_spans_writes_bare_ids_whole_as_text(tmp_path, capsys):
+    """Mirrors that name the trimmed clips ID.mp4: a CSV span would point past their end."""
+    ann, videos, truth_train, truth_val = kinetics_fixture(tmp_path)
+    out = tmp_path / "out"
+    args = ["--annotations", str(ann), "--videos", str(videos), "--out", str(out)]
+    assert cli.main(["kinetics", *args, "--no-spans"]) == 0
+    assert built_labels(out) == {"train": truth_train, "validation": truth_val}
+    assert not (out / "train.jsonl").exists()
+    with pytest.raises(SystemExit):
+        cli.main(["ucf101", *args, "--no-spans"])
+    assert "--no-spans is for kinetics" in capsys.readouterr().err
 
 
 def test_kinetics_test_csv_with_empty_labels_is_unlabeled(tmp_path):

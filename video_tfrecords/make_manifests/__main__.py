@@ -33,6 +33,7 @@ OPTIONS = {
     "fold": ("ucf101", "hmdb51"),
     "segments": ("activitynet",),
     "lists": ("msrvtt",),
+    "no_spans": ("kinetics",),
 }
 
 
@@ -61,6 +62,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="msrvtt: splits from lists, not the JSON: 9k (MSRVTT_train.9k.csv + "
         "MSRVTT_JSFUSION_test.csv), 7k, or NAME ({train,val,test}_list_NAME.txt)",
     )  # fmt: skip
+    parser.add_argument(
+        "--no-spans", action="store_true",
+        help="kinetics: ID.EXT files are trimmed clips too: write them whole, no start/end",
+    )  # fmt: skip
     parser.add_argument("--val", type=float, help="folders: fraction of each class for val")
     parser.add_argument("--test", type=float, help="folders: fraction of each class for test")
     parser.add_argument("--seed", type=int, help="folders: the split's seed (default 0)")
@@ -75,7 +80,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             parser.error("--val, --test and --seed are for folders")
     for option, formats in OPTIONS.items():
         if getattr(args, option) not in (None, False) and args.format not in formats:
-            parser.error(f"--{option} is for {' and '.join(formats)}")
+            parser.error(f"--{option.replace('_', '-')} is for {' and '.join(formats)}")
     return args
 
 

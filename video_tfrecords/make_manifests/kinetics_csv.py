@@ -3,8 +3,10 @@
 Rows are `label,youtube_id,time_start,time_end,split[,is_cc]`; labels hold spaces,
 parentheses and commas (quoted). A video is `{youtube_id}_{start:06d}_{end:06d}.EXT` (the
 downloaders' name) or `{youtube_id}.EXT`, anywhere under --videos. The trimmed name holds
-just the clip and is written whole; the untrimmed one holds the YouTube video, so its example
-keeps `start`/`end` (time_start/time_end) and its split is written as JSON Lines (`writer`).
+just the clip and is written whole; `{youtube_id}.EXT` is taken for the YouTube video, so its
+example keeps `start`/`end` (time_start/time_end) and its split is written as JSON Lines
+(`writer`). Where ID.EXT files are clips already (some mirrors name them so), `no_spans` writes
+them whole: a span of 10-20 s in a 10 s clip would be empty.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def _seconds(text: str) -> int | None:
     return int(value) if value.is_integer() and value >= 0 else None
 
 
-def read(annotations: str) -> common.Parsed:
+def read(annotations: str, no_spans: bool = False) -> common.Parsed:
     """Reads the CSVs there are; a split without labels (Kinetics' test) is counted, not kept."""
     present = [n for n in CSV_SPLITS if os.path.isfile(os.path.join(annotations, n))]
     if not present:
@@ -66,11 +68,12 @@ def read(annotations: str) -> common.Parsed:
             else:
                 stems = (f"{video_id}_{start:06d}_{end:06d}", video_id)
                 label, span = ids[row["label"]], (float(start), float(end))
+                untrimmed = () if no_spans else (video_id,)
                 items.append(common.Annotation(where, split, label, stems, span=span,
-                                               span_stems=(video_id,)))  # fmt: skip
+                                               span_stems=untrimmed))  # fmt: skip
     return common.Parsed(classes, items, problems, unlabeled, notes)
 
 
-def kinetics(annotations: str, videos: str, out: str) -> common.Result:
+def kinetics(annotations: str, videos: str, out: str, no_spans: bool = False) -> common.Result:
     """Kinetics CSVs in `annotations`, videos under `videos` -> manual dir `out`."""
-    return writer.convert(read(annotations), videos, out)
+    return writer.convert(read(annotations, no_spans), videos, out)
