@@ -248,7 +248,7 @@ def walk_videos(
                 continue
             seen.add((st.st_dev, st.st_ino))
             with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = list(it)
         except OSError as e:
             if notes is not None:
                 notes.append(f"{folder}: not searched ({e.strerror})")
