@@ -49,6 +49,11 @@ def _fields(a: Annotation, path: str, classes: list[str]) -> dict | None:
     return None
 
 
+def _json_line(obj: dict) -> str:
+    """One line of a JSON Lines manifest: UTF-8 as it is (no \\u escapes), no line break inside."""
+    return json.dumps(obj, ensure_ascii=False) + "\n"
+
+
 def _details(objects: list[dict]) -> str:
     """A JSON Lines split's counts for its summary line."""
     videos = len({obj["path"] for obj in objects})
@@ -71,7 +76,7 @@ def convert(parsed: Parsed, videos: str, out: str) -> Result:
     if any(a.file is None for a in parsed.annotations):
         index = common.VideoIndex(videos)
         notes += index.notes
-    found_by_split = {split: [] for split in SPLIT_FILES}  # split -> [(annotation, path, fields)]
+    found_by_split = {split: [] for split in SPLIT_FILES}  # split -> [(a, path, fields, line)]
     missing, claimed = {}, {}  # missing: an ordered set
     for a in parsed.annotations:
         found = [a.file] if a.file is not None else index.find(a)
@@ -83,26 +88,28 @@ def convert(parsed: Parsed, videos: str, out: str) -> Result:
             continue
         path = found[0] if a.file is None else os.path.abspath(a.file)  # index paths: absolute
         fields = _fields(a, path, parsed.classes)
+        line = None if fields is None else _json_line({"path": path, **fields})
         # One file may be several examples of different spans, but one whole video only once.
-        key = path if fields is None or "start" not in fields else (path, json.dumps(fields))
+        key = path if fields is None or "start" not in fields else line
         if key in claimed:
             problems.append(f"{a.where}: {path} is already the video of {claimed[key]}")
             continue
         claimed[key] = a.where
-        found_by_split[a.split].append((a, path, fields))
+        found_by_split[a.split].append((a, path, fields, line))
     written, files, details = {}, {}, {}
     for split, examples in found_by_split.items():
-        jsonl = any(fields is not None for _, _, fields in examples)
+        jsonl = any(fields is not None for _, _, fields, _ in examples)
         lines, objects = [], []
-        for a, path, fields in examples:
+        for a, path, fields, line in examples:
             if reason := path_problem(path, jsonl):
                 problems.append(f"{a.where}: {path}: {reason}")
             elif jsonl:
-                objects.append({"path": path, **(fields or {"label": parsed.classes[a.label]})})
+                obj = {"path": path, **(fields or {"label": parsed.classes[a.label]})}
+                objects.append(obj)
+                lines.append(line or _json_line(obj))
             else:
                 lines.append(f"{path} {a.label}\n")
         if jsonl:
-            lines = [json.dumps(obj, ensure_ascii=False) + "\n" for obj in objects]
             details[split] = _details(objects)
         if lines:
             files[split] = (JSONL_FILES if jsonl else SPLIT_FILES)[split]
