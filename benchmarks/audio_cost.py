@@ -106,7 +106,7 @@ def built(out: str, manual: str, name: str, audio: bool) -> str:
 def build_part(paths: list[str], rounds: int) -> list[str]:
     """The build's work per video with and without audio; bytes per second of each."""
     from video_tfrecords import VideoConfig
-    from video_tfrecords.build import encoding, manifest
+    from video_tfrecords.ingest import encoding, manifest
 
     def work(path, config):
         entry = manifest.Entry("train.txt", 1, os.path.basename(path), "a")

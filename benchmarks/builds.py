@@ -152,7 +152,7 @@ def build(manual_dir: str, data_dir: str, config: str | dict) -> dict:
     import tensorflow_datasets as tfds
 
     import video_tfrecords
-    from video_tfrecords.build import encoding
+    from video_tfrecords.ingest import encoding
 
     tfds.disable_progress_bar()
     if isinstance(config, dict):
@@ -236,14 +236,15 @@ def stored_size(height: int, width: int, short_side: int) -> tuple[int, int]:
 
 def pool_start(workers: int) -> dict:
     """Seconds to start the builder's worker processes and get a first result back from each."""
-    from video_tfrecords.build import encoding, parallel
+    from video_tfrecords.engines import local, parallel
+    from video_tfrecords.ingest import encoding
 
     start = time.perf_counter()
     results = parallel.ordered_map(
         encoding.encode,
         [_probe_task() for _ in range(workers)],
         num_workers=workers,
-        on_death=encoding.on_worker_death,
+        on_death=local.on_worker_death,
         initializer=encoding.init_worker,
     )
     list(results)
@@ -253,7 +254,7 @@ def pool_start(workers: int) -> dict:
 def _probe_task():
     """A task for a file that does not exist: the worker answers at once with a skip record."""
     import video_tfrecords
-    from video_tfrecords.build import encoding, manifest
+    from video_tfrecords.ingest import encoding, manifest
 
     entry = manifest.Entry(manifest="probe", line=1, path="missing.mp4", label="x")
     config = video_tfrecords.VideoConfig(name="probe")

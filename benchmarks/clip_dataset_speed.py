@@ -47,7 +47,9 @@ def dataset(args) -> tuple[str, int, str]:
         manual_dir = manual.manual_dir
         data_dir = os.path.join(args.out, f"data_{name}")
         origin = f"({videos} videos x {FRAMES} frames, each 4 times)"
-    from video_tfrecords.config import DATASET_VERSION  # a build of this version: tfds.load's
+    from video_tfrecords.records.schema import (
+        DATASET_VERSION,  # a build of this version: tfds.load's
+    )
 
     if not os.path.isdir(os.path.join(data_dir, "video_tfrecords", "default", DATASET_VERSION)):
         log(f"building {manual_dir} in {data_dir}")

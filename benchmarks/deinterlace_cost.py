@@ -20,7 +20,7 @@ import video_sets  # puts tests/ on the path
 import videos  # tests/videos.py: the interlaced writer
 from timing import arguments, cpu_time, interleave, log, median, one_cpu, pin, ratio, table
 from video_tfrecords import VideoConfig
-from video_tfrecords.build import encoding, manifest
+from video_tfrecords.ingest import encoding, manifest
 
 INTERLACED = {  # name: (codec, extension, options), as tests/test_deinterlace.py
     "interlaced MPEG-2 (.mpg)": ("mpeg2video", "mpg", {"b": "12M", "qmax": "4"}),

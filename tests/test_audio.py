@@ -23,7 +23,7 @@ import tensorflow_datasets as tfds
 
 import videos
 from video_tfrecords import ClipDecoder, ClipSource, ClipSpec, VideoConfig, clip_dataset, config
-from video_tfrecords.build import encoding, manifest, video_io
+from video_tfrecords.ingest import encoding, manifest, video_io
 
 FPS = 25
 # Frames that flash (after the audio starts at 0.5 s = frame 12.5), 6 to 13 frames apart.

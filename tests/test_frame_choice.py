@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from video_tfrecords import VideoConfig
-from video_tfrecords.build import frame_choice, video_io
+from video_tfrecords.ingest import frame_choice, video_io
 
 
 @dataclasses.dataclass

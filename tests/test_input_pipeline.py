@@ -14,9 +14,8 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from video_tfrecords import input_pipeline
-from video_tfrecords.clips import keys
+from video_tfrecords.clips import buffers, keys
 from video_tfrecords.decoders import ClipDecoder
-from video_tfrecords.records import buffers
 
 H, W = 32, 48
 NUM_VIDEOS = 5

@@ -1,5 +1,6 @@
-"""The package's shape: no import cycle, a small top level, short modules, a design page that
-names every module (and only modules that exist)."""
+"""The package's shape: layers that only import down (the table below is every import between
+them, and only those), no import cycle, a small top level, short modules, no folder named
+like build output, and a design page that names every module and draws the layers as they are."""
 
 from __future__ import annotations
 
@@ -9,8 +10,28 @@ import re
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "video_tfrecords"
 DESIGN = PACKAGE.parent / "docs" / "design.md"
-MAX_TOP_LEVEL = 12
+MAX_TOP_LEVEL = 14
 MAX_LINES = 400
+# Each unit of the package (a top-level module, or a folder: its modules together) and the
+# units it imports: every import between two units is here, and only those. Entry points first,
+# then the layers from the top down; a unit imports only units below it.
+LAYERS = {
+    "__init__": {"video_tfrecords_dataset_builder"},
+    "spark_build": {"video_tfrecords_dataset_builder", "engines", "config"},
+    "decoders": {"video_tfrecords_dataset_builder", "records", "clips"},
+    "input_pipeline": {"clip_source", "records", "clips"},
+    "clip_source": {"records", "clips"},
+    "make_manifests": {"ingest"},
+    "video_tfrecords_dataset_builder": {"engines", "ingest", "config", "records"},
+    "engines": {"ingest", "util"},
+    "ingest": {"config", "records", "clips", "util"},
+    "config": {"records", "clips"},
+    "records": {"clips", "util"},
+    "clips": {"util"},
+    "util": set(),
+}
+# Names that tools take for build output (.gitignore templates, linters, test collectors).
+OUTPUT_NAMES = {"build", "dist", "out", "output", "target", "bin", "obj", "lib", "tmp", "temp"}
 
 
 def module_names() -> dict[str, pathlib.Path]:
@@ -79,10 +100,48 @@ def test_the_cycle_finder_finds_a_cycle():
     assert sorted(cycles(graph)) == [["a", "b", "c"], ["e"]]
 
 
-def test_the_import_walker_sees_function_level_imports():
-    graph = import_graph()
-    # encoding imports parallel inside a function only.
-    assert "video_tfrecords.build.parallel" in graph["video_tfrecords.build.encoding"]
+def test_the_import_walker_sees_imports_in_functions_and_under_ifs(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text(
+        "import sys\n"
+        "if sys:\n    import video_tfrecords.config\n"
+        "def f():\n    from video_tfrecords.records import schema\n"
+        "    from video_tfrecords.clips.spec import ClipSpec\n"
+    )
+    found = imports_of(source, module_names())
+    assert found == {
+        "video_tfrecords.config", "video_tfrecords.records.schema", "video_tfrecords.clips.spec"
+    }
+
+
+def unit_of(module: str) -> str:
+    """The layer unit of a dotted module name: its top-level module or folder."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def unit_graph() -> dict[str, set[str]]:
+    units = {}
+    for module, imported in import_graph().items():
+        own = unit_of(module)
+        units.setdefault(own, set()).update(unit_of(m) for m in imported if unit_of(m) != own)
+    return units
+
+
+def test_the_layer_table_is_every_import_between_units_and_only_those():
+    assert unit_graph() == LAYERS
+
+
+def test_layers_only_import_down():
+    order = list(LAYERS)
+    assert cycles(LAYERS) == []
+    up = {(a, b) for a, bs in LAYERS.items() for b in bs if order.index(b) < order.index(a)}
+    assert up == set(), "a unit imports one listed above it"
+
+
+def test_no_package_folder_takes_a_build_output_name():
+    folders = {p.name for p in PACKAGE.rglob("*") if (p / "__init__.py").is_file()}
+    assert folders & OUTPUT_NAMES == set()
 
 
 def test_no_import_cycle():
@@ -134,32 +193,22 @@ def test_design_names_every_module_and_only_modules_that_exist():
 
 
 def diagram_edges() -> set[tuple[str, str]]:
-    """(importer, imported) module names of every arrow of design.md's Mermaid diagram."""
+    """(importer, imported) units of every arrow of design.md's Mermaid diagram, whose nodes are
+    named by their unit (`records/`, `clip_source.py`) first in their label."""
     text = DESIGN.read_text(encoding="utf-8").split("```mermaid")[1].split("```")[0]
-    files = {}  # node id -> the module its label names first (its own folder when unnamed)
-    folder = ""
-    for line in text.splitlines():
-        if line.strip().startswith("subgraph"):
-            folder = line.split()[1].split("[")[0] + "."
-            continue
-        if line.strip() == "end":
-            folder = ""
-        for node, label in re.findall(r'(\w+)\["([^"]*)"\]', line):
-            name = re.search(r"([a-z0-9_]+)\.py", label).group(1)
-            files[node] = f"video_tfrecords.{folder}{name}"
+    units = {
+        node: re.match(r"`?([a-z_]+)", label).group(1)
+        for node, label in re.findall(r'(\w+)\["([^"]*)"\]', text)
+    }
     edges = set()
     for line in text.splitlines():
-        if line.strip().startswith("subgraph"):
-            continue
         line = re.sub(r'\["[^"]*"\]', "", line)
         groups = [g.split("&") for g in line.split("-->")]
         for left, right in zip(groups, groups[1:]):
-            edges.update((files[a.strip()], files[b.strip()]) for a in left for b in right)
+            edges.update((units[a.strip()], units[b.strip()]) for a in left for b in right)
     return edges
 
 
-def test_every_arrow_of_the_design_diagram_is_an_import():
-    graph = import_graph()
-    edges = diagram_edges()
-    assert len(edges) > 20
-    assert {(a, b) for a, b in edges if b not in graph[a]} == set()
+def test_the_design_diagram_draws_every_import_between_units_and_only_those():
+    drawn = diagram_edges()
+    assert drawn == {(a, b) for a, bs in LAYERS.items() if a != "__init__" for b in bs}

@@ -19,7 +19,7 @@ import tensorflow_datasets as tfds
 import synthetic
 from annotation_files import assert_nothing_written, by_path, jsonl, lines, touch, write
 from video_tfrecords import make_manifests
-from video_tfrecords.build import manifest
+from video_tfrecords.ingest import manifest
 from video_tfrecords.make_manifests import __main__ as cli
 from video_tfrecords.make_manifests import class_folders, common
 
@@ -686,7 +686,7 @@ def test_the_subpackage_imports_only_the_standard_library():
             for name in names:
                 top = name.split(".")[0]
                 assert top in sys.stdlib_module_names or name.startswith(
-                    ("video_tfrecords.make_manifests", "video_tfrecords.build.manifest")
+                    ("video_tfrecords.make_manifests", "video_tfrecords.ingest.manifest")
                 ), f"{module.name} imports {name}"  # the builder's own manifest rules
 
 

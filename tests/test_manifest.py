@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from video_tfrecords.build import manifest
+from video_tfrecords.ingest import manifest
 
 
 def write(tmp_path, files):

@@ -12,7 +12,7 @@ from PIL import Image
 import synthetic
 from annotation_files import lines
 from video_tfrecords import make_manifests
-from video_tfrecords.build import video_io
+from video_tfrecords.ingest import video_io
 
 
 def frames_ffmpeg_decodes(path) -> int:

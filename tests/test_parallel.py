@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from video_tfrecords.build import parallel
+from video_tfrecords.engines import parallel
 
 
 def square_or_die(item):
@@ -123,7 +123,7 @@ def test_workers_end_when_the_build_process_is_killed(tmp_path):
         import sys
         sys.path.insert(0, {os.path.dirname(__file__)!r})
         from test_parallel import sleep_and_report, dead
-        from video_tfrecords.build import parallel
+        from video_tfrecords.engines import parallel
         items = [({str(tmp_path)!r}, i) for i in range(4)]
         list(parallel.ordered_map(sleep_and_report, items, num_workers=2, on_death=dead))
         """

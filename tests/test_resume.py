@@ -15,7 +15,7 @@ import tensorflow_datasets as tfds
 
 import synthetic
 from video_tfrecords import VideoConfig
-from video_tfrecords.config import DATASET_VERSION
+from video_tfrecords.records.schema import DATASET_VERSION
 
 TFDS = str(pathlib.Path(sys.executable).parent / "tfds")
 CONFIG = {"name": "resume", "num_workers": 1, "short_side": None, "keep_cache": True}
@@ -142,7 +142,7 @@ def test_a_successful_build_removes_its_cache(manual_dir, tmp_path):
 
 def test_a_resumed_build_spreads_its_cached_videos_among_the_rest(tmp_path):
     """The schedule that lets the build process read cached videos while workers encode."""
-    from video_tfrecords.build import cache, encoding, manifest
+    from video_tfrecords.ingest import cache, encoding, manifest
 
     config = VideoConfig(**CONFIG)
     tasks = []
@@ -173,7 +173,7 @@ def test_a_resumed_build_spreads_its_cached_videos_among_the_rest(tmp_path):
 
 def encode_tasks(tmp_path, video, *named, strict=False):
     """Tasks for `video` under (split, manifest path, label) triples, sharing one cache."""
-    from video_tfrecords.build import encoding, manifest
+    from video_tfrecords.ingest import encoding, manifest
 
     config = VideoConfig(name="tasks", num_workers=1, strict=strict)
     return [
@@ -190,7 +190,7 @@ def encode_tasks(tmp_path, video, *named, strict=False):
 
 
 def test_a_cached_video_takes_its_label_and_name_from_the_manifest_of_the_rerun(tmp_path):
-    from video_tfrecords.build import encoding
+    from video_tfrecords.ingest import encoding
 
     video = tmp_path / "a.mp4"
     synthetic.write_video(str(video), synthetic.moving_frames(6, 48, 64, seed=1))
@@ -207,7 +207,7 @@ def test_a_cached_video_takes_its_label_and_name_from_the_manifest_of_the_rerun(
 
 
 def test_a_cache_that_cannot_be_written_fails_the_build_instead_of_skipping_videos(tmp_path):
-    from video_tfrecords.build import encoding
+    from video_tfrecords.ingest import encoding
 
     video = tmp_path / "a.mp4"
     synthetic.write_video(str(video), synthetic.moving_frames(6, 48, 64, seed=1))
@@ -219,7 +219,7 @@ def test_a_cache_that_cannot_be_written_fails_the_build_instead_of_skipping_vide
 
 def test_a_damaged_video_cached_by_a_lenient_build_fails_a_strict_one(tmp_path):
     import videos
-    from video_tfrecords.build import encoding
+    from video_tfrecords.ingest import encoding
 
     whole = videos.make(tmp_path / "whole.mp4", num_frames=20)
     damaged = videos.damage_packet(whole, tmp_path / "damaged.mp4", 5)

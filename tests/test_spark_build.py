@@ -20,8 +20,10 @@ import tensorflow_datasets as tfds
 
 import synthetic
 from video_tfrecords import ClipSource, VideoConfig, clip_dataset, spark_build
-from video_tfrecords.build import distributed, encoding, shards, spread
-from video_tfrecords.config import DATASET_VERSION
+from video_tfrecords.engines import distributed, spread
+from video_tfrecords.engines import spark as spark_engine
+from video_tfrecords.ingest import encoding, shards
+from video_tfrecords.records.schema import DATASET_VERSION
 
 NAME = "spark_test"
 CONFIG = {"name": NAME, "short_side": 32, "segment_frames": 8, "num_workers": 1}
@@ -436,7 +438,7 @@ def test_an_error_in_a_retried_task_is_not_a_death(manual, tmp_path, monkeypatch
      ("local", "local"), ("spark://host:7077", "spark://host:7077")],
 )  # fmt: skip
 def test_a_local_master_retries_tasks(master, expected):
-    assert spark_build.with_retries(master) == expected
+    assert spark_engine.with_retries(master) == expected
 
 
 TASK_IN_A_FRESH_PROCESS = """

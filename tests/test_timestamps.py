@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from video_tfrecords.build import timestamps
+from video_tfrecords.ingest import timestamps
 
 # XviD's packed B-frames as FFmpeg 8 decodes them (UCF101, HMDB51): pts swapped in pairs.
 PACKED_PTS = [1, 2, 4, 3, 5, 7, 6, 8, 10, 9, 11]

@@ -18,7 +18,7 @@ import synthetic
 import videos
 from conftest import psnr
 from video_tfrecords import VideoConfig
-from video_tfrecords.build import frame_choice, video_io
+from video_tfrecords.ingest import frame_choice, video_io
 
 CODEC_CONTAINERS = [(codec, ext) for codec, exts in videos.CONTAINERS.items() for ext in exts]
 

@@ -1,29 +1,40 @@
 """video_tfrecords: video datasets as JPEG frames in TFRecords, decoded clip by clip.
 
-Importing the package registers the `video_tfrecords` TFDS builder and imports
-no TensorFlow: the readers are loaded on first use, so a process without
-TensorFlow (PyTorch, JAX, Grain) can use `ClipSource`, and build workers start fast.
+Every public name is loaded on first use, so `from video_tfrecords import ClipSource` (a
+PyTorch, JAX or Grain process, each of a DataLoader's spawned workers) loads neither
+TensorFlow nor PyAV nor the builder. The TFDS builder registers itself when its module is
+imported: by `tfds build`, by `Builder` or `ClipDecoder` here, and by importing this package
+where tensorflow_datasets is already loaded (`import tensorflow_datasets as tfds,
+video_tfrecords`). Reading a prepared dataset never needs it: `tfds.load` reads one without
+its builder from its files.
 """
 
-from video_tfrecords.config import VideoConfig
-from video_tfrecords.video_tfrecords_dataset_builder import Builder
+import sys
 
 __all__ = [
     "Builder",
     "ClipDecoder",
     "ClipSource",
     "ClipSpec",
+    "CorruptRecordError",
     "EncodedFrames",
+    "ManifestError",
+    "VideoBuildError",
     "VideoConfig",
     "clip_dataset",
     "fold_in",
 ]
 # Public name -> the module that defines it, imported when the name is first used.
 _LAZY = {
+    "Builder": "video_tfrecords_dataset_builder",
     "ClipDecoder": "decoders",
-    "EncodedFrames": "decoders",
     "ClipSource": "clip_source",
     "ClipSpec": "clips.spec",
+    "CorruptRecordError": "records.checksums",
+    "EncodedFrames": "decoders",
+    "ManifestError": "ingest.manifest",
+    "VideoBuildError": "ingest.encoding",
+    "VideoConfig": "config",
     "clip_dataset": "input_pipeline",
     "fold_in": "clips.keys",
 }
@@ -35,3 +46,11 @@ def __getattr__(name):
 
         return getattr(importlib.import_module(f"video_tfrecords.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'video_tfrecords' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_LAZY])
+
+
+if "tensorflow_datasets" in sys.modules:  # its user will ask TFDS for the builder by name
+    import video_tfrecords.video_tfrecords_dataset_builder  # noqa: F401

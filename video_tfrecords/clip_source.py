@@ -1,7 +1,7 @@
 """`ClipSource`: random access to clips of a prepared dataset, without TensorFlow.
 
 For PyTorch (`torch.utils.data.Dataset`), JAX and Grain (`grain.MapDataset.source`).
-It reads the records itself (`shard_reader`) and decodes only the clip's JPEGs with
+It reads the records itself (`records.examples`) and decodes only the clip's JPEGs with
 libjpeg-turbo (`decode_np.sample_np`), so a seeded clip equals the one that
 `tfds.load(..., decoders={"video": ClipDecoder(..., seed=S)})` gives.
 """
@@ -12,15 +12,14 @@ import functools
 
 import numpy as np
 
-from video_tfrecords.clips import audio as clip_audio
 from video_tfrecords.clips import decode_np, keys
+from video_tfrecords.clips.epoch_sampler import EpochSampler
 from video_tfrecords.clips.spec import ClipSpec, check_non_negative_int, is_int
-from video_tfrecords.records import dataset_files, example_parser, shard_reader
-from video_tfrecords.records.checksums import CheckedFrames, CorruptRecordError
+from video_tfrecords.records import dataset_files
+from video_tfrecords.records.checksums import CorruptRecordError
+from video_tfrecords.records.examples import SplitExamples, StoredExample
 
-__all__ = ["ClipSource"]
-
-REQUIRED_FEATURES = ("video", "label", "filename")
+__all__ = ["ClipSource", "EpochSampler"]
 
 
 class ClipSource:
@@ -99,47 +98,16 @@ class ClipSource:
         if dataset_dir is None:
             dataset_dir = dataset_files.find_dataset_dir(data_dir, config, version)
         self.dataset_dir = str(dataset_dir)
-        info = dataset_files.read_info(self.dataset_dir)
-        self.features = dataset_files.read_features(self.dataset_dir)
-        missing = [name for name in REQUIRED_FEATURES if name not in self.features]
-        if missing:
-            raise ValueError(
-                f"{self.dataset_dir}/features.json has no {', '.join(missing)} feature: "
-                "not a video_tfrecords dataset."
-            )
-        self.audio_channels = self._audio_channels()
         self.split = split
-        shards = dataset_files.split_shards(self.dataset_dir, split, info)
-        # With each frame's checksum stored, a read checks the frames it decodes, and a first
-        # read the rest of the record, not the whole record (array_record checks its own).
-        self._frame_checks = (
-            dataset_files.FRAME_CHECKSUMS in self.features
-            and shards.file_format == "tfrecord"
-            and not check_records
-        )
-        self.reader = shard_reader.SplitReader(shards, check_records=not self._frame_checks)
-        self._range = dataset_files.index_range(len(self.reader), shard_index, num_shards)
-        self._scalars = {
-            name: feature
-            for name, feature in self.features.items()
-            if feature.is_scalar and name not in REQUIRED_FEATURES
-        }
-        self.label_names = dataset_files.read_label_names(self.dataset_dir)
+        self.examples = SplitExamples(self.dataset_dir, split, check_records=check_records)
+        self.audio_channels = self.examples.audio_channels() if self.spec.audio else None
+        self._range = dataset_files.index_range(len(self.examples), shard_index, num_shards)
         self._epoch = 0
-        self._new_fingerprint_cache()
 
-    def _audio_channels(self) -> int | None:
-        """The stored audio's channels, with `audio=True`; an error if the dataset has none."""
-        if not self.spec.audio:
-            return None
-        feature = self.features.get("audio")
-        if feature is None or not feature.shape or len(feature.shape) != 2:
-            raise ValueError(
-                f"audio=True, but {self.dataset_dir} stores no audio: build it with "
-                "VideoConfig(audio_rate=16000) (any rate), e.g. --config "
-                "'{\"name\": \"av\", \"audio_rate\": 16000}'."
-            )
-        return int(feature.shape[1])
+    # What the stored examples tell, for readers built on a source (clip_dataset, benchmarks).
+    features = property(lambda self: self.examples.features)
+    label_names = property(lambda self: self.examples.label_names)
+    reader = property(lambda self: self.examples.reader)
 
     @functools.cached_property
     def audio_rate(self) -> int | None:
@@ -147,25 +115,7 @@ class ClipSource:
         record of the source's part, once); None without `audio=True` or records."""
         if not self.spec.audio or not len(self):
             return None
-        parsed = example_parser.parse_example(self.reader.read(self._range.start))
-        rate = parsed.get("audio_rate")
-        return None if rate is None or not len(rate) else int(rate[0])
-
-    def _new_fingerprint_cache(self) -> None:
-        """Room for each video's content fingerprint, hashed on its first seeded read here
-        (datasets before 2.2.0 do not store it)."""
-        # What a seeded clip mixes with the seed; 9 bytes per example.
-        self._fingerprints = np.zeros(len(self), np.int64)
-        self._fingerprinted = bytearray(len(self))  # set after its fingerprint is stored
-
-    def __getstate__(self):
-        state = self.__dict__.copy()  # a copy (a worker) hashes on its own first reads
-        del state["_fingerprints"], state["_fingerprinted"]
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._new_fingerprint_cache()
+        return self.examples.audio_rate(self._range.start)
 
     def __len__(self) -> int:
         return len(self._range)
@@ -220,7 +170,8 @@ class ClipSource:
 
     def __getitem__(self, index) -> dict:
         record_index, epoch = self._locate(index)
-        return self._example(record_index, self.reader.read(record_index), self._epoch_seed(epoch))
+        seed = self._epoch_seed(epoch)
+        return self._example(self._stored(record_index, seed), seed)
 
     def __iter__(self):
         """The examples in order, at the source's epoch."""
@@ -234,7 +185,7 @@ class ClipSource:
         shape to decode into (returned as "video"); `audio_out`: a float32 one for "audio".
         """
         record_index, _ = self._locate(index)
-        return self._example(record_index, self.reader.read(record_index), seed, out, audio_out)
+        return self._example(self._stored(record_index, seed), seed, out, audio_out)
 
     def __getitems__(self, indices) -> list[dict]:
         """Several examples at once (PyTorch's DataLoader and Grain call this for a batch).
@@ -244,106 +195,44 @@ class ClipSource:
         not held in memory).
         """
         located = [self._locate(i) for i in indices]
-        record_indices = [record_index for record_index, _ in located]
-        if self.reader.shards.file_format == "array_record":
-            data = self.reader.read_many(record_indices)
-        else:
-            data = map(self.reader.read, record_indices)
-        return [
-            self._example(i, record, self._epoch_seed(epoch))
-            for (i, epoch), record in zip(located, data)
-        ]
+        records = self.examples.read_many([record_index for record_index, _ in located])
+        examples = []
+        for (record_index, epoch), record in zip(located, records):
+            seed = self._epoch_seed(epoch)
+            stored = self.examples.interpret(record_index, record, self.spec, seeded=seed is not None)
+            examples.append(self._example(stored, seed))
+        return examples
 
     _getitems = __getitems__  # Grain's name for batched reads
 
-    def _example(self, record_index: int, record, seed, out=None, audio_out=None) -> dict:
+    def plan(self, index) -> dict[str, np.ndarray]:
+        """What `source[index]` takes from its video, without decoding pixels: `decode_np.plan_np`
+        with boxes ("indices", "crop_offsets", "flip", "boxes" in the stored frame's pixels,
+        "frame_size"), drawn with the same seed and epoch."""
+        record_index, epoch = self._locate(index)
+        seed = self._epoch_seed(epoch)
+        stored = self._stored(record_index, seed)
+        inputs = {k: v for k, v in stored.inputs.items() if k not in ("audio", "audio_rate")}
+        return decode_np.plan_np(self.spec, stored.frames, seed, boxes=True, **inputs)
+
+    def _stored(self, record_index: int, seed) -> StoredExample:
+        record = self.examples.read(record_index)
+        return self.examples.interpret(record_index, record, self.spec, seeded=seed is not None)
+
+    def _example(self, stored: StoredExample, seed, out=None, audio_out=None) -> dict:
         """The output dict of one record: the sampled clip and the scalar features."""
-        where = lambda: f"{self.reader.where(record_index)}, split {self.split!r}"
         try:
-            parsed = example_parser.parse_example(record)
-        except ValueError as e:
-            raise CorruptRecordError(f"{where()}: {e}") from e
-        missing = [name for name in REQUIRED_FEATURES if not len(parsed.get(name, ()))]
-        if "filename" not in missing:
-            filename = bytes(parsed["filename"][0]).decode("utf-8", "replace")
-        if missing:
-            video = "" if "filename" in missing else f" (video `{filename}`)"
-            raise CorruptRecordError(f"{where()}{video} has no {', '.join(missing)}.")
-        frames = parsed["video"]
-        if self._frame_checks:
-            video_where = lambda: f"video `{filename}` ({where()})"
-            checksums = parsed.get(dataset_files.FRAME_CHECKSUMS, ())
-            if not isinstance(frames, example_parser.ByteValues):
-                raise CorruptRecordError(f"{video_where()}: its frames are not bytes.")
-            frames = CheckedFrames(frames, checksums, video_where)
-            self.reader.check_outside_frames(record_index, record, parsed["video"], checksums)
-        fingerprint = None if seed is None else self._fingerprint(record_index, frames, parsed)
-        try:
-            sound = self._audio(parsed, lambda: f"video `{filename}` ({where()})", audio_out)
             video = decode_np.sample_np(
-                self.spec,
-                frames,
-                seed,
-                name=filename,
-                fingerprint=fingerprint,
-                out=out,
-                **self._times(parsed),
-                **sound,
+                self.spec, stored.frames, seed, out=out, audio_out=audio_out, **stored.inputs
             )
         except CorruptRecordError:
             raise  # names the video and its file already
         except ValueError as e:
-            raise ValueError(f"{e} ({where()})") from e
-        example = {"label": int(parsed["label"][0]), "filename": filename}
+            raise ValueError(f"{e} ({stored.where()})") from e
+        example = {"label": stored.label, "filename": stored.filename}
         if self.spec.audio:
             video, example["audio"] = video
-        example = {"video": video, **example}
-        for name, feature in self._scalars.items():
-            values = parsed.get(name)
-            if values is not None and len(values):
-                example[name] = _scalar(feature, values)
-        return example
-
-    def _audio(self, parsed: dict, where, audio_out) -> dict:
-        """With `audio=True`: the record's int16 samples (a view of its bytes) and their rate."""
-        if not self.spec.audio:
-            return {}
-        values, rate = parsed.get("audio"), parsed.get("audio_rate")
-        if not isinstance(values, example_parser.ByteValues) or len(values) != 1 or rate is None:
-            raise CorruptRecordError(f"{where()} has no audio (or no audio_rate).")
-        try:
-            samples = clip_audio.pcm_view(values[0], self.audio_channels)
-        except ValueError as e:
-            raise CorruptRecordError(f"{where()}: {e}.") from None
-        return {"audio": samples, "audio_rate": int(rate[0]), "audio_out": audio_out}
-
-    def _times(self, parsed: dict) -> dict:
-        """The frames' timestamps (else the stored fps) when the clips are taken by time; with
-        audio both (its window lasts stored frame periods)."""
-        if self.spec.fps is None and not self.spec.audio:
-            return {}
-        times = {}
-        timestamps = parsed.get("timestamps")
-        if timestamps is not None and len(timestamps):
-            times["timestamps"] = np.asarray(timestamps, np.float32)
-        if self.spec.audio or not times:
-            fps = parsed.get("fps")
-            times["source_fps"] = float(fps[0]) if fps is not None and len(fps) else None
-        return times
-
-    def _fingerprint(self, record_index: int, frames, parsed: dict) -> int:
-        """The video's `keys.video_fingerprint`: stored in the record (2.2.0 on, checked
-        with it), else hashed once per process."""
-        stored = parsed.get(dataset_files.FINGERPRINT)
-        if stored is not None and len(stored):
-            return int(stored[0])
-        position = record_index - self._range.start
-        if self._fingerprinted[position]:
-            return int(self._fingerprints[position])
-        fingerprint = keys.video_fingerprint(frames)
-        self._fingerprints[position] = fingerprint
-        self._fingerprinted[position] = 1
-        return fingerprint
+        return {"video": video, **example, **stored.scalars}
 
     def index_all(self) -> ClipSource:
         """Indexes every TFRecord shard now, so that pickled copies (workers) need not.
@@ -351,43 +240,10 @@ class ClipSource:
         array_record shards have no index and are not opened (record counts are
         checked where they are first read). Returns self.
         """
-        self.reader.index_all()
+        self.examples.reader.index_all()
         return self
 
     def close(self) -> None:
         """Closes the open files (they reopen on the next read)."""
-        self.reader.close()
+        self.examples.close()
 
-
-def _scalar(feature: dataset_files.Feature, values):
-    """One value of a scalar feature: str for Text, else a NumPy scalar of its dtype."""
-    if feature.kind == "Text":
-        return bytes(values[0]).decode("utf-8", "replace")
-    if feature.kind == "ClassLabel":
-        return np.int64(values[0])
-    return np.asarray(values[0]).astype(feature.dtype or values.dtype)[()]
-
-
-class EpochSampler:
-    """Indices of one epoch at a time, each carrying its epoch: e * length + i (see `sampler`).
-
-    A plain iterable with `len` and `set_epoch`, as PyTorch's DistributedSampler: the
-    indices are made in the main process, so the epoch reaches every DataLoader worker.
-    """
-
-    def __init__(self, length: int, *, shuffle: bool = True, seed: int | None = None):
-        self.length, self.shuffle, self.seed = length, shuffle, seed
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = check_non_negative_int("epoch", epoch)
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __iter__(self):
-        order = np.arange(self.length)
-        if self.shuffle:
-            seed = None if self.seed is None else keys.epoch_seed(self.seed, self.epoch) % 2**64
-            np.random.default_rng(seed).shuffle(order)
-        return iter((order + self.epoch * self.length).tolist())

@@ -8,9 +8,8 @@ import difflib
 import tensorflow_datasets as tfds
 
 from video_tfrecords.clips.spec import is_finite_number, is_int
+from video_tfrecords.records.schema import DATASET_VERSION
 
-# The dataset's version (the builder's VERSION); a config without one gets it.
-DATASET_VERSION = "2.3.0"
 # Fields that decide the stored frames: a change of any of them makes a new cache entry.
 FRAME_FIELDS = (
     "short_side",

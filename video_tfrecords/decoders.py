@@ -11,8 +11,9 @@ box, flip and pixels.
 Caveats:
 
 * TFDS auto-caches small datasets *after* decoding, which would freeze the
-  sampled clips; load with `read_config=tfds.ReadConfig(try_autocache=False)`
-  unless the builder opts out of caching (`clip_dataset` always does).
+  sampled clips. This module registers the video_tfrecords builder, which opts
+  out; for a dataset of another builder, load with
+  `read_config=tfds.ReadConfig(try_autocache=False)` (`clip_dataset` never caches).
 * Unseeded decoders draw their keys from a `tf.random.Generator` that lives
   outside the input pipeline; tf.data service and iterator checkpoints do not
   carry its state. Seeded decoders use only stateless ops.
@@ -28,6 +29,11 @@ import tensorflow_datasets as tfds
 
 from video_tfrecords.clips import decode_np, decode_tf
 from video_tfrecords.clips.spec import ClipSpec
+from video_tfrecords.records import schema
+
+# A process that decodes with TFDS asks it for the dataset by name: register the builder, whose
+# `_should_cache_ds` keeps TFDS from caching clips once decoded (they would repeat each epoch).
+from video_tfrecords import video_tfrecords_dataset_builder  # noqa: F401  (registers it)
 
 __all__ = ["ClipDecoder", "EncodedFrames"]
 
@@ -162,26 +168,17 @@ class ClipDecoder(tfds.decode.Decoder):
         it) is replaced by the clip's window: float32 [S, C] or [num_views, S, C].
         """
         example = dict(example)
-        sound = {}
+        if self.spec.audio and schema.AUDIO not in example:
+            raise ValueError(
+                "ClipDecoder(audio=True) needs examples with an 'audio' feature: a dataset "
+                "built with VideoConfig(audio_rate=...)."
+            )
+        inputs = {arg: example.get(name) for arg, name in schema.clip_inputs(self.spec).items()}
+        clip = self.sample(example[schema.VIDEO], seed, **inputs)
         if self.spec.audio:
-            if "audio" not in example:
-                raise ValueError(
-                    "ClipDecoder(audio=True) needs examples with an 'audio' feature: a dataset "
-                    "built with VideoConfig(audio_rate=...)."
-                )
-            sound = {"audio": example["audio"], "audio_rate": example["audio_rate"]}
-        clip = self.sample(
-            example["video"],
-            seed,
-            name=example.get("filename"),
-            timestamps=example.get("timestamps"),
-            source_fps=example.get("fps"),
-            **sound,
-        )
-        if self.spec.audio:
-            example["video"], example["audio"] = clip
+            example[schema.VIDEO], example[schema.AUDIO] = clip
         else:
-            example["video"] = clip
+            example[schema.VIDEO] = clip
         return example
 
     # -- sampling ----------------------------------------------------------------

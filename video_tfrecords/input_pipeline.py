@@ -24,9 +24,9 @@ import tensorflow as tf
 
 from video_tfrecords.clip_source import ClipSource
 from video_tfrecords.clips import audio as clip_audio
-from video_tfrecords.clips import backends, keys
+from video_tfrecords.clips import backends, buffers, keys
 from video_tfrecords.clips.spec import check_positive_int, is_int
-from video_tfrecords.records import buffers, dataset_files
+from video_tfrecords.records import dataset_files
 
 __all__ = ["clip_dataset"]
 

@@ -11,8 +11,9 @@ or, in a notebook or any program that has a SparkSession (Databricks: `spark`):
 
 Spark tasks run the local build's `encoding.encode`, a group of videos of even
 total size each, then write one shard each; the driver plans, collects the skip
-records and writes the dataset info (`build/distributed.py`, which any engine can
-drive). The result is the folder `tfds build` makes: `tfds.load`, `tfds.data_source`,
+records and writes the dataset info (`engines/distributed.py`, which any engine can
+drive; Spark's map and session are `engines/spark.py`). The result is the folder
+`tfds build` makes: `tfds.load`, `tfds.data_source`,
 `ClipSource` and `clip_dataset` read it as they read a local build. The manual and
 data dirs must be readable (the data dir writable) by every executor at the same
 path: a shared file system, or any URL `etils.epath` opens (gs://, s3://, hdfs://).
@@ -32,22 +33,19 @@ import functools
 import json
 import logging
 import os
-import re
-import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
 
 import tensorflow_datasets as tfds
 
 from video_tfrecords import config as config_lib
-from video_tfrecords.build import distributed
+from video_tfrecords.engines import distributed
+from video_tfrecords.engines.spark import session, spark_map
 from video_tfrecords.video_tfrecords_dataset_builder import Builder
 
 __all__ = ["build", "main", "session"]
 
 log = logging.getLogger(__name__)
 CONFIGS = {c.name: c for c in Builder.BUILDER_CONFIGS}
-LOCAL_ATTEMPTS = 4  # attempts of a task on a local master, Spark's default on a cluster
 
 
 def build(
@@ -96,52 +94,6 @@ def video_config(config: str | config_lib.VideoConfig) -> config_lib.VideoConfig
             f"no config {config!r}: one of {', '.join(CONFIGS)}, or a JSON VideoConfig"
         )
     return CONFIGS[config]
-
-
-def spark_map(context, fn: Callable[[list, int], list], groups: list[list]) -> list:
-    """`fn(group, attempt)` for every group, one Spark task each; the results, in one list."""
-    if not groups:
-        return []
-    rdd = context.parallelize(groups, len(groups))  # one group per partition
-    return rdd.mapPartitions(functools.partial(_run_partition, fn)).collect()
-
-
-def _run_partition(fn: Callable[[list, int], list], groups: Iterable[list]) -> Iterator:
-    """A task: its group's results, told which attempt of the task this is."""
-    from pyspark import TaskContext
-
-    context = TaskContext.get()
-    attempt = context.attemptNumber() if context is not None else 0
-    for group in groups:
-        yield from fn(group, attempt)
-
-
-def session(master: str | None = None):
-    """A SparkSession: on `master`, else spark-submit's, else `local[*]`; local masters with
-    LOCAL_ATTEMPTS attempts a task.
-
-    A session this process starts on a local master runs its Python workers with this
-    Python (so a virtualenv need not be active), unless PYSPARK_PYTHON says otherwise.
-    """
-    from pyspark.sql import SparkSession
-
-    launching = "PYSPARK_GATEWAY_PORT" not in os.environ  # not under spark-submit
-    if launching and master is None:
-        master = "local[*]"
-    if launching and master.startswith("local"):
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        master = with_retries(master)
-    builder = SparkSession.builder.appName("video_tfrecords build")
-    if master:
-        builder = builder.master(master)
-    return builder.getOrCreate()
-
-
-def with_retries(master: str) -> str:
-    """`local[N]` as `local[N,4]`: Spark never retries a task on `local[N]`, and a video that
-    kills its task must be retried (then skipped), as on a cluster (4 attempts by default)."""
-    bare = re.fullmatch(r"local\[(\d+|\*)\]", master)
-    return f"local[{bare.group(1)},{LOCAL_ATTEMPTS}]" if bare else master
 
 
 def main(argv: list[str] | None = None) -> str:

@@ -1,18 +1,25 @@
-"""video_tfrecords: your videos as JPEG frames in TFRecords, for fast clip sampling."""
+"""video_tfrecords: your videos as JPEG frames in TFRecords, for fast clip sampling.
+
+The TFDS builder only: its features (`records.schema`), configs (`config`) and splits. The
+work is the engines': `engines.local` (a pool of worker processes) or `engines.beam`, both
+through `ingest.run.BuildRun`, as `spark_build` is (`engines.distributed`).
+"""
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 
-import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
 
 from video_tfrecords import config as config_lib
-from video_tfrecords.build import cache, encoding, manifest, parallel, summary
-from video_tfrecords.build.encoding import VideoBuildError
+from video_tfrecords.engines.beam import BeamEngine
+from video_tfrecords.engines.local import LocalEngine
+from video_tfrecords.ingest import summary
+from video_tfrecords.ingest.encoding import VideoBuildError
+from video_tfrecords.ingest.run import MANUAL_INSTRUCTIONS, BuildRun
+from video_tfrecords.records import schema
 from video_tfrecords.records.array_record_shard import note_array_record_use
 
 __all__ = ["Builder", "VideoBuildError"]
@@ -31,114 +38,19 @@ class _TfdsVideoDtypeWarning(logging.Filter):
 
 logging.getLogger("absl").addFilter(_TfdsVideoDtypeWarning())
 
-MANUAL_INSTRUCTIONS = """\
-Put into the manual dir (`--manual_dir=DIR`) one manifest per split you want:
-  train.txt            -> split "train"
-  val.txt              -> split "validation" (validation.txt is accepted too)
-  test.txt             -> split "test"
-Each line is `{video path} {label}`, e.g. `videos/54838.mp4 1951` or
-`clips/rock climbing 01.mp4 abseiling`. The path is relative to the manual dir
-or absolute and may contain spaces (the label is the last field). Labels are
-class names or integer class ids. Blank lines and lines starting with # are
-ignored. Optionally add labels.txt: one class name per line, line i = id i.
-"""
-
-
-def _scalar(dtype, doc: str) -> tfds.features.Scalar:
-    return tfds.features.Scalar(dtype, doc=doc)
-
-
-def _audio_features(config: config_lib.VideoConfig) -> dict:
-    """The audio features of a config with `audio_rate` (none without: the features of
-    datasets built before audio existed).
-
-    A `Tensor` of int16, shape (samples, channels), stored as one bytes value
-    (encoding="bytes"): 2 bytes a sample where an int64 list takes up to 10 (a negative
-    varint), and a reader cuts a clip's window from a view of the record's bytes without
-    parsing the rest; `tfds.load` gives it as an int16 tensor. Not `tfds.features.Audio`:
-    in TFDS 4.9.10 it hands an array to the writer unencoded, so it can store int16 only
-    as an int64 list.
-    """
-    if config.audio_rate is None:
-        return {}
-    return {
-        "audio": tfds.features.Tensor(
-            shape=(None, config.audio_channels),
-            dtype=np.int16,
-            encoding="bytes",
-            doc="The video's default audio stream, int16 PCM; sample j plays at "
-            "(round(timestamps[0] * audio_rate) + j) / audio_rate s (silence where it has none).",
-        ),
-        "has_audio": _scalar(np.bool_, "Whether the video has an audio stream FFmpeg decodes."),
-        "audio_rate": _scalar(np.int32, "Samples per second of `audio`."),
-    }
-
 
 class Builder(tfds.core.GeneratorBasedBuilder):
     """Stores each video of your manifests as a sequence of JPEG frames."""
 
-    VERSION = tfds.core.Version(config_lib.DATASET_VERSION)
-    RELEASE_NOTES = {
-        "1.0.0": "Initial release.",
-        "2.0.0": "Decoded with FFmpeg (PyAV): display aspect, per-frame timestamps, colour "
-        "matrices, damaged packets concealed; segments of 1000 frames by default.",
-        "2.1.0": "frame_crc32c: each frame's CRC32C, so that a reader checks only the frames "
-        "it decodes.",
-        "2.2.0": "video_fingerprint: the content fingerprint seeded clips are keyed on, so that "
-        "a reader without TensorFlow need not hash frames on a record's first read.",
-        "2.3.0": "Frames timed by FFmpeg's best-effort rule (packed B-frame AVIs: UCF101, "
-        "HMDB51), interlaced frames deinterlaced (bwdif; deinterlace=False keeps them as "
-        "decoded); with audio_rate, each example's audio on the frames' clock (audio, "
-        "has_audio, audio_rate).",
-    }
+    VERSION = tfds.core.Version(schema.DATASET_VERSION)
+    RELEASE_NOTES = schema.RELEASE_NOTES
     BUILDER_CONFIGS = [config_lib.DEFAULT, config_lib.NATIVE]
     MANUAL_DOWNLOAD_INSTRUCTIONS = MANUAL_INSTRUCTIONS
 
     def _info(self) -> tfds.core.DatasetInfo:
-        size = self.builder_config.size
-        frame_shape = (None, *size, 3) if size else (None, None, None, 3)
         return self.dataset_info_from_configs(
-            features=tfds.features.FeaturesDict(
-                {
-                    **_audio_features(self.builder_config),
-                    "video": tfds.features.Video(frame_shape, encoding_format="jpeg"),
-                    "label": tfds.features.ClassLabel(),
-                    "filename": tfds.features.Text(),
-                    "frame_crc32c": tfds.features.Tensor(
-                        shape=(None,),
-                        dtype=np.uint32,
-                        doc="CRC32C of each JPEG frame: a reader checks the frames it decodes.",
-                    ),
-                    "video_fingerprint": _scalar(
-                        np.int64,
-                        "The frames' content fingerprint (clips.keys.video_fingerprint), "
-                        "which seeded clips are keyed on.",
-                    ),
-                    "timestamps": tfds.features.Tensor(
-                        shape=(None,),
-                        dtype=np.float32,
-                        doc="Time of each stored frame, in seconds from the video's first frame.",
-                    ),
-                    "fps": _scalar(np.float32, "Frame rate of the stored frames."),
-                    "codec": tfds.features.Text(doc="FFmpeg's name of the source's codec."),
-                    "source_height": _scalar(np.int32, "Coded height of the source."),
-                    "source_width": _scalar(np.int32, "Coded width of the source."),
-                    "source_num_frames": _scalar(
-                        np.int32, "Frames of the source video, counted by decoding."
-                    ),
-                    "display_height": _scalar(np.int32, "Height a player shows (SAR, rotation)."),
-                    "display_width": _scalar(np.int32, "Width a player shows (SAR, rotation)."),
-                    "sample_aspect_ratio": _scalar(np.float32, "Width of a source pixel / height."),
-                    "rotation": _scalar(
-                        np.int32, "Clockwise degrees the source was turned to be upright."
-                    ),
-                    "segment": _scalar(np.int32, "Which part of the video (see segment_frames)."),
-                    "start_frame": _scalar(
-                        np.int32, "Index of the first stored frame within the video."
-                    ),
-                }
-            ),
-            supervised_keys=("video", "label"),
+            features=schema.features(self.builder_config),
+            supervised_keys=(schema.VIDEO, schema.LABEL),
             metadata=tfds.core.MetadataDict(),
         )
 
@@ -146,45 +58,30 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         """Builds, then removes the cache of encoded videos unless the config keeps it, and
         prints a summary; an interrupted build says how to resume."""
         config = download_config or tfds.download.DownloadConfig()
+        self._run = BuildRun(self.info, self.builder_config)
+        self._engine = None  # chosen when TFDS asks for the splits: nothing built before
         self._use_beam = bool(config.beam_runner or config.beam_options)
-        self._cache_dir = None
-        self._outcomes = None  # the local build's worker pool, as a generator of outcomes
         self._manual_dir = config.manual_dir or self._default_manual_dir(download_dir)
         try:
             super().download_and_prepare(
                 download_dir=download_dir, download_config=config, **kwargs
             )
         except KeyboardInterrupt:
-            if self._cache_dir is None:
+            if self._engine is None:
                 raise
-            if self._outcomes is not None:  # the workers stop: no video is cached after the count
-                self._outcomes.close()
-            kept = cache.Cache(self._cache_dir).count()
-            print(summary.interrupted_message(kept, str(self._cache_dir)), file=sys.stderr)
+            self._engine.close()  # the workers stop: no video is cached after the count
+            print(self._run.interrupted(), file=sys.stderr)
             if summary.run_by_tfds_command():
                 raise SystemExit(130) from None  # the shell's status for Ctrl-C; no traceback
             raise
-        if (
-            self._cache_dir is not None
-            and self.info.file_format == tfds.core.FileFormat.ARRAY_RECORD
-        ):
-            # TFDS's writer ran here: workers forked now would crash
-            note_array_record_use()
-        if self._use_beam:
-            self._collect_beam_records()
-        if self._cache_dir is None:
+        if self._engine is None:
             return  # already prepared: nothing was built
-        self.remove_cache()
-        self.print_summary(self.data_dir, self.info.splits.values())
-
-    def print_summary(self, dataset_dir: epath.PathLike, split_infos) -> None:
-        """Prints the build's summary: per split, examples written, videos skipped or noted."""
-        examples = {info.name: info.num_examples for info in split_infos}
-        info_path = str(epath.Path(dataset_dir) / "metadata.json")
-        text = summary.build_summary(
-            self.info.full_name, self._videos_per_split, examples, self.info.metadata, info_path
-        )
-        print(text)
+        if self.info.file_format == tfds.core.FileFormat.ARRAY_RECORD:
+            note_array_record_use()  # TFDS's writer ran here: workers forked now would crash
+        self._engine.finish(self.info, self.data_path)
+        self._run.remove_cache()
+        examples = {name: split.num_examples for name, split in self.info.splits.items()}
+        print(self._run.summary(self.data_dir, examples))
 
     def _default_manual_dir(self, download_dir) -> epath.Path:
         """Where TFDS looks for the manual dir when none is given: download_dir/manual."""
@@ -209,136 +106,19 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             manual_dir = dl_manager.manual_dir
         except AssertionError:  # TFDS's check: the manual dir is missing or empty
             raise self._no_manual_dir() from None
-        threads = parallel.threads_per_worker(self._num_workers())
-        tasks = self.plan(manual_dir, dl_manager.download_dir, threads)
-        generate = self._generate_with_beam if self._use_beam else self._generate_examples
-        return {split: generate(split_tasks) for split, split_tasks in tasks.items()}
+        if self._use_beam:
+            engine, threads = BeamEngine(self._run, self.data_path), 1
+        else:
+            engine = LocalEngine(self._run, self.builder_config.num_workers)
+            threads = engine.decoder_threads
+        tasks = self._run.plan(manual_dir, dl_manager.download_dir, threads)
+        self._engine = engine
+        return {split: self._generate_examples(split_tasks) for split, split_tasks in tasks.items()}
 
-    # -- the seam every engine builds through (local, Beam, spark_build) -----------
-
-    def plan(
-        self, manual_dir: epath.PathLike, download_dir: epath.PathLike, decoder_threads: int = 1
-    ) -> dict[str, list[encoding.Task]]:
-        """One `encoding.Task` per manifest line, by split, in manifest order.
-
-        Reads and checks every manifest, sets the class names, empties the skip records
-        and notes; the encoding cache goes under `download_dir` (TFDS's download dir).
-        """
-        manual_dir = epath.Path(manual_dir)
-        try:
-            dataset = manifest.read_dataset(manual_dir)
-        except FileNotFoundError as e:
-            raise FileNotFoundError(f"{e}\n\n{MANUAL_INSTRUCTIONS}") from None
-        self.info.features["label"].names = dataset.class_names
-        self.info.metadata["skipped"] = []
-        self.info.metadata["notes"] = []
-        self._videos_per_split = {split: len(entries) for split, entries in dataset.splits.items()}
-        config = self.builder_config
-        self._cache_dir = epath.Path(download_dir) / "video_tfrecords_cache" / config.name
-        return {
-            split: [
-                encoding.Task(
-                    split=split,
-                    entry=entry,
-                    label=dataset.label_id(entry),
-                    video_path=str(manifest.resolve(manual_dir, entry.path)),
-                    config=config,
-                    cache_root=str(self._cache_dir),
-                    decoder_threads=decoder_threads,
-                )
-                for entry in entries
-            ]
-            for split, entries in dataset.splits.items()
-        }
-
-    def record(self, outcome: encoding.Outcome) -> None:
-        """Keeps the outcome's skip record and note for `info.metadata`."""
-        if outcome.skipped:
-            self.info.metadata["skipped"].append(outcome.skipped)
-        if outcome.note:
-            self.info.metadata["notes"].append(outcome.note)
-
-    def check_records(self, splits) -> None:
-        """Sorts the records by split and path (whatever order the videos were done in);
-        fails a split where every video was bad (the skips were warned of one by one)."""
-        for kind in ("skipped", "notes"):
-            self.info.metadata[kind].sort(key=lambda r: (r["split"], r["path"]))
-        for split in splits:
-            skipped = [s for s in self.info.metadata["skipped"] if s["split"] == split]
-            if len(skipped) == self._videos_per_split[split]:
-                reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in skipped)
-                raise VideoBuildError(
-                    f"none of the {len(skipped)} videos of split {split} could be read: {reasons}"
-                )
-
-    def remove_cache(self) -> None:
-        """Removes the cache of encoded videos after a build, unless the config keeps it."""
-        cache_dir = getattr(self, "_cache_dir", None)
-        if cache_dir is not None and not self.builder_config.keep_cache:
-            cache_dir.rmtree(missing_ok=True)
-            if cache_dir.parent.exists() and not any(cache_dir.parent.iterdir()):
-                cache_dir.parent.rmdir()
-
-    def _num_workers(self) -> int:
-        return parallel.worker_count(self.builder_config.num_workers)
-
-    def _generate_examples(self, tasks: list[encoding.Task]):
-        """Yields (key, example) for each video, encoded in worker processes.
-
-        Videos go in manifest order, except that on a resumed build the ones
-        already encoded are spread among the others (`encoding.resume_order`).
-        """
-        self._outcomes = outcomes = parallel.ordered_map(
-            encoding.encode,
-            encoding.resume_order(tasks),
-            num_workers=self._num_workers(),
-            on_death=encoding.on_worker_death,
-            initializer=encoding.init_worker,
-        )
-        for outcome in outcomes:
-            encoding.report(outcome, self.builder_config.strict)
-            self.record(outcome)
-            yield from encoding.examples_of(outcome)
-        self.check_records([tasks[0].split])
-
-    def _generate_with_beam(self, tasks: list[encoding.Task]):
-        """The same examples, one video per Beam element; skip records go to files."""
-        beam = tfds.core.lazy_imports.apache_beam
-        split = tasks[0].split
-        records_dir = self._beam_records_dir()
-
-        def expand(pipeline):
-            outcomes = (
-                pipeline
-                | f"Videos {split}" >> beam.Create(tasks)
-                | f"Spread {split}" >> beam.Reshuffle()
-                | f"Encode {split}" >> beam.Map(encoding.encode)
-                | f"Report {split}" >> beam.Map(encoding.report, self.builder_config.strict)
-            )
-            _ = (
-                outcomes
-                | f"Records {split}" >> beam.FlatMap(encoding.records_of)
-                | f"Write records {split}"
-                >> beam.io.WriteToText(str(records_dir / split), file_name_suffix=".jsonl")
-            )
-            return outcomes | f"Examples {split}" >> beam.FlatMap(encoding.examples_of)
-
-        return beam.ptransform_fn(expand)()
-
-    def _beam_records_dir(self) -> epath.Path:
-        return epath.Path(self.data_path) / "build_records"
-
-    def _collect_beam_records(self) -> None:
-        """Moves the skip records Beam workers wrote into info.metadata, and writes it."""
-        records_dir = self._beam_records_dir()
-        for path in sorted(records_dir.glob("*.jsonl*")):
-            for line in path.read_text().splitlines():
-                record = json.loads(line)
-                self.info.metadata[record.pop("kind")].append(record)
-        self.check_records(list(self._videos_per_split))
-        if records_dir.exists():
-            records_dir.rmtree()
-        self.info.write_to_directory(self.data_path)
+    def _generate_examples(self, tasks):
+        """A split's examples, as the engine makes them: (key, example) pairs locally, a Beam
+        PTransform on Beam."""
+        return self._engine.generate(tasks)
 
     def _should_cache_ds(self, split, shuffle_files, read_config) -> bool:
         """Never auto-cache: TFDS caches after decoding, which would freeze random clips."""

@@ -2,7 +2,7 @@
 
 A dataset built with `audio_rate` stores each example's audio as int16 [samples, channels],
 sample j playing at (round(timestamps[0] * rate) + j) / rate s on the clock of the stored
-`timestamps` (`build/audio_io.py`). A view's window starts at its first sampled frame's stored
+`timestamps` (`ingest/audio_io.py`). A view's window starts at its first sampled frame's stored
 timestamp, rounded to the same grid, and lasts num_frames * stride frame periods (of
 `spec.fps`, else of the stored frame rate): every clip of a video has the same number of
 samples. Past the end of the stored audio it is silence. The window follows the planned

@@ -18,32 +18,38 @@ from __future__ import annotations
 import numpy as np
 
 from video_tfrecords.clips import audio as clip_audio
-from video_tfrecords.clips import backends
+from video_tfrecords.clips import backends, buffers
 from video_tfrecords.clips.jpeg import decode_rgb
-from video_tfrecords.clips.plan import checked_plan, video_label
+from video_tfrecords.clips.plan import checked_plan, stored_boxes, video_label
 from video_tfrecords.clips.resize import area_resize, resize_box
 from video_tfrecords.clips.spec import ClipSpec
-from video_tfrecords.records import buffers
 
 __all__ = ["plan_np", "sample_np"]
 
 
 def plan_np(
     spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None, timestamps=None,
-    source_fps=None,
+    source_fps=None, boxes: bool = False,
 ) -> dict[str, np.ndarray]:
     """The plan of `sample_np(spec, frames, seed)`, without decoding pixels.
 
     A dict with "indices" (int64 [num_views, T], -1 = padded frame),
     "crop_offsets" (int64 [num_views, 2], (y, x) of each box in the frame after
     `short_side`; zeros without crop) and "flip" (bool [num_views]); views are
-    clips times crops, clip-major.
+    clips times crops, clip-major. With `boxes`, also "boxes" (int64 [num_views, 4]:
+    y, x, height, width of each view's box in the stored frame's pixels) and
+    "frame_size" (the stored frame's height and width).
     """
-    plan = _layout(
-        spec, frames, seed, name, fingerprint=fingerprint, timestamps=timestamps,
-        source_fps=source_fps,
-    ).plan
-    return {k: np.asarray(v) for k, v in plan.items()}
+    layout = _layout(
+        spec, frames, seed, name, need_size=boxes, fingerprint=fingerprint,
+        timestamps=timestamps, source_fps=source_fps,
+    )
+    plan = {k: np.asarray(v) for k, v in layout.plan.items()}
+    if boxes:
+        ops = backends.NP_OPS
+        plan["boxes"] = np.stack([np.asarray(b) for b in stored_boxes(ops, spec, layout)], axis=1)
+        plan["frame_size"] = np.asarray(layout.frame_size, np.int64)
+    return plan
 
 
 def _layout(spec, frames, seed, name, **plan_args):

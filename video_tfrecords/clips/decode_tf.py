@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 
 from video_tfrecords.clips import audio as clip_audio
-from video_tfrecords.clips import backends, geometry, jpeg
+from video_tfrecords.clips import backends, buffers, geometry, jpeg
 from video_tfrecords.clips.plan import checked_plan, video_label
 from video_tfrecords.clips.resize import resize_box
 from video_tfrecords.clips.spec import ClipSpec
-from video_tfrecords.records import buffers
 
 __all__ = ["plan_tf", "sample_tf"]
 

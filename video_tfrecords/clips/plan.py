@@ -15,7 +15,9 @@ from typing import Any
 
 from video_tfrecords.clips import backends, boxes, geometry, keys, sampling
 
-__all__ = ["Layout", "checked_plan", "frame_geometry", "resizes_boxes", "video_label"]
+__all__ = [
+    "Layout", "checked_plan", "frame_geometry", "resizes_boxes", "stored_boxes", "video_label",
+]
 
 
 @dataclasses.dataclass
@@ -228,6 +230,16 @@ def _source_boxes(ops, spec, layout, ratio):
         per_axis.append((begin, ops.maximum(end - begin, 1)))
     (y, h), (x, w) = per_axis
     return y, x, h, w
+
+
+def stored_boxes(ops, spec, layout):
+    """(y, x, h, w), int64 [num_views] each: each view's box in the stored frame's pixels (the
+    whole frame without a crop). For showing what a clip takes; needs `layout.out_size`."""
+    if spec.crop_size is None:
+        height, width = (ops.i64(s) for s in layout.frame_size)
+        zeros = ops.i64(ops.arange(spec.num_views)) * 0
+        return zeros, zeros, zeros + height, zeros + width
+    return _source_boxes(ops, spec, layout, 1)
 
 
 def _jittered_sizes(ops, spec, key, layout):

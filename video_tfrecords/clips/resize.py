@@ -1,11 +1,9 @@
-"""Resizing frames and boxes with OpenCV, the same calls on the NumPy and TF paths.
-
-OpenCV is imported on first use (it takes ~0.1 s), so a reader that never
-resizes does not pay for it.
-"""
+"""Resizing frames and boxes with OpenCV, the same calls on the NumPy and TF paths (the TF
+graph calls them through `tf.numpy_function`), so both give the same pixels."""
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 __all__ = ["area_resize", "resize_box"]
@@ -19,7 +17,6 @@ def resize_box(box: np.ndarray, height: int, width: int, out=None, flip=False) -
     would alias. OpenCV's bilinear costs a fifth of its area resize at these
     sizes, and a quarter of TensorFlow's (so both paths resize boxes here).
     """
-    cv2 = _cv2()
     if box.shape[:2] != (height, width):
         halves = box.shape[0] >= 2 * height and box.shape[1] >= 2 * width
         method = cv2.INTER_AREA if halves else cv2.INTER_LINEAR
@@ -36,11 +33,5 @@ def resize_box(box: np.ndarray, height: int, width: int, out=None, flip=False) -
 
 def area_resize(image: np.ndarray, height: int, width: int) -> np.ndarray:
     """Resizes with pixel-area averaging (OpenCV's INTER_AREA)."""
-    cv2 = _cv2()
     return cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
 
-
-def _cv2():
-    import cv2  # OpenCV takes ~0.1 s to import; only the NumPy path needs it
-
-    return cv2

@@ -5,9 +5,8 @@
 Each format's quirks (quoted labels, CRLF lines, case mismatches, label-less test splits, spans
 past the video, start >= end, repeated ids) are handled once and tested. Whole labelled videos
 make `{path} {label}` manifests; several labels, spans, segments or captions make JSON Lines
-ones (`writer`). The conversion uses the standard library and the builder's manifest
-rules (`build/manifest.py`); the package's import registers the builder (tensorflow_datasets,
-no TensorFlow).
+ones (`writer`). The conversion uses the standard library and the build's manifest rules
+(`ingest/manifest.py`).
 """
 
 from video_tfrecords.make_manifests.activitynet_json import activitynet

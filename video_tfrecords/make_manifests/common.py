@@ -12,7 +12,7 @@ import dataclasses
 import os
 from collections.abc import Iterator, Sequence
 
-from video_tfrecords.build.manifest import VIDEO_EXTENSIONS, ManifestError
+from video_tfrecords.ingest.manifest import VIDEO_EXTENSIONS, ManifestError
 
 # Animations FFmpeg decodes as videos, so the build reads them as it reads any container. A
 # `.png` is taken only when it is an APNG, a `.webp` never: FFmpeg decodes still WebP only.

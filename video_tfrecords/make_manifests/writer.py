@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 
-from video_tfrecords.build.manifest import LABELS_FILE, MANIFEST_FILES
+from video_tfrecords.ingest.manifest import LABELS_FILE, MANIFEST_FILES
 from video_tfrecords.make_manifests import common
 from video_tfrecords.make_manifests.common import Annotation, AnnotationError, Parsed, Result
 

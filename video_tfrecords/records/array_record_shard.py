@@ -9,7 +9,7 @@ import os
 import threading
 
 from video_tfrecords.records.checksums import CorruptRecordError
-from video_tfrecords.records.fork_safe import ForkSafeLock
+from video_tfrecords.util.fork_safe import ForkSafeLock
 
 __all__ = ["ArrayRecordShard", "note_array_record_use"]
 

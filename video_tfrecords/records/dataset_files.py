@@ -15,11 +15,10 @@ import os
 
 import tensorflow_datasets as tfds
 
+from video_tfrecords.records.schema import DATASET_NAME
+
 __all__ = [
-    "DATASET_NAME",
     "FILE_FORMATS",
-    "FINGERPRINT",
-    "FRAME_CHECKSUMS",
     "Feature",
     "Shards",
     "default_config",
@@ -32,9 +31,6 @@ __all__ = [
     "split_shards",
 ]
 
-DATASET_NAME = "video_tfrecords"
-FRAME_CHECKSUMS = "frame_crc32c"  # the feature holding each frame's CRC32C
-FINGERPRINT = "video_fingerprint"  # the stored clips.keys.video_fingerprint (2.2.0 on)
 FILE_FORMATS = ("tfrecord", "array_record")
 
 
@@ -59,13 +55,18 @@ def _versions(config_dir: str) -> list[tfds.core.Version]:
     return sorted(versions)
 
 
-def default_config(name: str) -> str | None:
-    """The first config of the registered builder `name` (what tfds.load picks); None for a
-    builder without configs, or one not registered in this process (found by its files)."""
+def default_config(name: str, dataset_root: str | None = None) -> str | None:
+    """The config tfds.load picks for `name`: the registered builder's first, else the default
+    that TFDS's build wrote in `dataset_root/.config/metadata.json` (a reader that never
+    imported the builder); None for a dataset without configs."""
     try:
         configs = tfds.builder_cls(name).BUILDER_CONFIGS
     except tfds.core.DatasetNotFoundError:
-        return None
+        path = os.path.join(dataset_root or "", ".config", "metadata.json")
+        if dataset_root is None or not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            return json.load(f).get("default_config_name")
     return configs[0].name if configs else None
 
 
@@ -82,9 +83,11 @@ def find_dataset_dir(
     picks (none for a dataset without configs, which TFDS writes as data_dir/name/version).
     Without `version`, the latest complete version present. Errors say what exists.
     """
-    config = default_config(name) if config is None else getattr(config, "name", config)
     data_dir = os.path.expanduser(os.fspath(data_dir or default_data_dir()))
     dataset_dir = os.path.join(data_dir, name)
+    if config is None:
+        config = default_config(name, dataset_dir)
+    config = getattr(config, "name", config)
     configs = [c for c in _subfolders(dataset_dir) if _versions(os.path.join(dataset_dir, c))]
     if configs:
         if config not in configs:

@@ -24,7 +24,7 @@ from video_tfrecords.records.checksums import (
     masked_crc,
 )
 from video_tfrecords.records.example_parser import ByteValues, parse_example
-from video_tfrecords.records.fork_safe import ForkSafeLock
+from video_tfrecords.util.fork_safe import ForkSafeLock
 
 __all__ = ["TfRecordShard", "write_tfrecord"]
 

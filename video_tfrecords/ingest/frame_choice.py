@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from video_tfrecords.build import video_io
 from video_tfrecords.config import VideoConfig
+from video_tfrecords.ingest import video_io
 
 __all__ = ["evenly_spaced", "frame_rate", "resample", "selected_frames", "stored_size"]
 

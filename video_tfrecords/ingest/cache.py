@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator, Mapping
 from awscrt import checksums
 from etils import epath
 
+from video_tfrecords.util.paths import is_remote
+
 # Bump when the content of an entry changes meaning: old entries are then ignored.
 # 2: keyed on the manifest's name for the video too; holds only what the video gives.
 # 3: each example holds its frames' CRC32C (frame_crc32c); files are checked by CRC32C
@@ -36,11 +38,6 @@ DONE = "done.json"
 
 class CacheError(OSError):
     """An entry's files do not match its done.json: it was damaged after it was written."""
-
-
-def is_remote(path: str) -> bool:
-    """Whether `path` is a URL of a remote file system (gs://, s3://...), not a local path."""
-    return "://" in path
 
 
 def video_key(path: str, config_fields: Mapping, name: str) -> str:

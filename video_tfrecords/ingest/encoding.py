@@ -25,10 +25,12 @@ import numpy as np
 from awscrt import checksums
 from tqdm import tqdm
 
-from video_tfrecords.build import audio_io, cache, manifest, video_io
-from video_tfrecords.build.frame_choice import frame_rate, selected_frames, stored_size
 from video_tfrecords.clips import keys
 from video_tfrecords.config import VideoConfig
+from video_tfrecords.ingest import audio_io, cache, manifest, video_io
+from video_tfrecords.ingest.frame_choice import frame_rate, selected_frames, stored_size
+from video_tfrecords.util.paths import is_remote
+from video_tfrecords.util.text import human_bytes
 
 # Protobuf refuses messages over 2 GiB; stay well clear of it.
 MAX_EXAMPLE_BYTES = 1 << 30
@@ -77,16 +79,6 @@ def encode_jpeg(frame_bgr: np.ndarray, quality: int) -> bytes:
     return buffer.tobytes()
 
 
-def human_bytes(size: float) -> str:
-    """1536 -> '1.5 KiB', for messages."""
-    unit = "B"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            break
-        size /= 1024
-    return f"{size:.1f} {unit}"
-
-
 # -- one video -----------------------------------------------------------------
 
 
@@ -132,7 +124,7 @@ def resume_order(tasks: list[Task]) -> list[Task]:
     it is for videos or a cache on a remote file system, where checking every
     video (a remote stat each) would cost more than the overlap saves.
     """
-    if not tasks or cache.is_remote(tasks[0].cache_root) or not os.path.isdir(tasks[0].cache_root):
+    if not tasks or is_remote(tasks[0].cache_root) or not os.path.isdir(tasks[0].cache_root):
         return list(tasks)
     cached = [_has_entry(task) for task in tasks]
     done = [task for task, hit in zip(tasks, cached) if hit]
@@ -147,7 +139,7 @@ def resume_order(tasks: list[Task]) -> list[Task]:
 
 def _has_entry(task: Task) -> bool:
     """Whether a local video has a finished cache entry (False for a remote one: unknown)."""
-    if cache.is_remote(task.video_path):
+    if is_remote(task.video_path):
         return False
     try:
         key = _cache_key(task)
@@ -310,13 +302,6 @@ def examples_of(
 
 
 # -- reporting -------------------------------------------------------------------
-
-
-def on_worker_death(task: Task, exitcode: int) -> Outcome:
-    """A video whose worker died twice: a skip record with the signal or exit code."""
-    from video_tfrecords.build import parallel
-
-    return Outcome(task, skipped=task.record(parallel.death_reason(exitcode)))
 
 
 def report(outcome: Outcome, strict: bool) -> Outcome:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from video_tfrecords.build import cache
+from video_tfrecords.util.paths import is_remote
 
 Item = TypeVar("Item")
 
@@ -37,7 +37,7 @@ def file_sizes(paths: Sequence[str]) -> list[int]:
     and for a remote one (not looked at)."""
 
     def size(path: str) -> int:
-        if cache.is_remote(path):
+        if is_remote(path):
             return 0
         try:
             return os.stat(path).st_size

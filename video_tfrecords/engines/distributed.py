@@ -3,16 +3,16 @@
 The engine gives `map_groups(fn, groups)`: `fn(group, attempt)` for every group, in
 tasks that may run anywhere and be retried (`attempt` counts the retries of a
 task: 0 when the engine cannot tell), all results back in one list. Spark's is
-in `spark_build.py`; Ray's or Dask's would be a few lines too. Everything else is
-here and in the builder:
+in `engines/spark.py`; Ray's or Dask's would be a few lines too. Everything else is
+here and in `ingest.run.BuildRun`, the seam the local and Beam engines build through too:
 
-1. `builder.plan` reads the manifests into one `encoding.Task` per video (as the
+1. `BuildRun.plan` reads the manifests into one `encoding.Task` per video (as the
    local and Beam builds do), `spread` groups them by file size.
 2. Tasks run `encode_group`: `encoding.encode` for each video, through the
    encoding cache in the data dir (shared by every worker: a killed job's rerun
    reads back what it had encoded). Each video's cache entry, skip record or
    note comes back to the driver, which checks that every video came back
-   exactly once and keeps the records in `info.metadata` (`builder.record`).
+   exactly once and keeps the records in `info.metadata` (`BuildRun.record`).
 3. `shards.plan` cuts each split into shards; tasks run `write_group`, each
    shard written whole under a name of its own and then renamed into the
    dataset folder being built (`incomplete.spark_VERSION`, which TFDS's readers
@@ -39,7 +39,10 @@ from collections.abc import Callable, Sequence
 import tensorflow_datasets as tfds
 from etils import epath
 
-from video_tfrecords.build import cache, encoding, shards, spread
+from video_tfrecords.engines import spread
+from video_tfrecords.ingest import cache, encoding, shards
+from video_tfrecords.ingest.run import BuildRun
+from video_tfrecords.util.paths import is_remote
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +119,8 @@ def build(
         log.info("%s is already built: nothing to do", final)
         return final
     download_config = download_config or tfds.download.DownloadConfig()
-    tasks, groups = plan(builder, manual_dir, data_dir, cores)
+    run = BuildRun(builder.info, builder.builder_config)
+    tasks, groups = plan(run, manual_dir, data_dir, cores)
     encoded = _encode(tasks, groups, map_groups)
     outcomes = {split: [None] * len(split_tasks) for split, split_tasks in tasks.items()}
     for result in encoded:
@@ -126,8 +130,8 @@ def build(
     for split_outcomes in outcomes.values():
         for outcome in split_outcomes:  # in manifest order, as a local build reports them
             encoding.report(outcome, builder.builder_config.strict)
-            builder.record(outcome)
-    builder.check_records(list(tasks))
+            run.record(outcome)
+    run.check_records(list(tasks))
     staging = final.parent / f"{STAGING}{final.name}"
     attempts = final.parent / f"{ATTEMPTS}{final.name}"
     for folder in (staging, attempts):
@@ -164,27 +168,27 @@ def build(
     attempts.rmtree(missing_ok=True)
     _save_default_config(builder, final.parent.parent)
     staging.rename(final)
-    builder.remove_cache()
-    builder.print_summary(final, infos)
+    run.remove_cache()
+    print(run.summary(final, {info.name: info.num_examples for info in infos}))
     return final
 
 
 def absolute(path: epath.PathLike) -> str:
     """A local path made absolute (tasks run in other folders, on other machines); a URL as is."""
     path = os.fspath(path)
-    return path if cache.is_remote(path) else os.path.abspath(os.path.expanduser(path))
+    return path if is_remote(path) else os.path.abspath(os.path.expanduser(path))
 
 
 def plan(
-    builder: tfds.core.DatasetBuilder,
+    run: BuildRun,
     manual_dir: epath.PathLike,
     data_dir: epath.PathLike,
     cores: int,
 ) -> tuple[dict[str, list[encoding.Task]], list[list[Item]]]:
-    """The driver's plan: one task per manifest line, by split (`builder.plan`, its cache in
+    """The driver's plan: one task per manifest line, by split (`run.plan`, its cache in
     TFDS's download dir as a local build's), and the groups of `(split, index, task)` the
     engine runs, of even total size."""
-    tasks = builder.plan(manual_dir, epath.Path(data_dir) / "downloads", decoder_threads=1)
+    tasks = run.plan(manual_dir, epath.Path(data_dir) / "downloads", decoder_threads=1)
     items = [(split, i, task) for split, group in tasks.items() for i, task in enumerate(group)]
     sizes = spread.file_sizes([task.video_path for _, _, task in items])
     return tasks, spread.spread(items, sizes, spread.group_count(len(items), cores))

@@ -11,12 +11,9 @@ import os
 import sys
 from collections.abc import Mapping
 
-__all__ = ["build_summary", "interrupted_message", "plural", "run_by_tfds_command"]
+from video_tfrecords.util.text import plural
 
-
-def plural(number: int, noun: str) -> str:
-    """'1 video', '2 videos'."""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
+__all__ = ["build_summary", "interrupted_message", "run_by_tfds_command"]
 
 
 def build_summary(

@@ -15,9 +15,9 @@ import sys
 
 import numpy as np
 
-from video_tfrecords.records.fork_safe import ForkSafeLock
+from video_tfrecords.util.fork_safe import ForkSafeLock
 
-__all__ = ["ArrayPool", "SHARED", "aligned_empty", "empty"]
+__all__ = ["SHARED", "ArrayPool", "aligned_empty", "empty"]
 
 _ALIGN = 4096  # page-aligned: TensorFlow takes a 64-byte aligned array without copying it
 LARGE = 32 << 20  # glibc's largest mmap threshold: below it, freed memory is reused anyway

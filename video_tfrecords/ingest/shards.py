@@ -31,7 +31,7 @@ import tensorflow_datasets as tfds
 from etils import epath
 from tensorflow_datasets.core.utils import shard_utils
 
-from video_tfrecords.build import cache, encoding
+from video_tfrecords.ingest import cache, encoding
 from video_tfrecords.records.tfrecord_shard import write_tfrecord
 
 Video = tuple[encoding.Task, cache.Entry]

@@ -29,8 +29,8 @@ from typing import Self
 import av
 import numpy as np
 
-from video_tfrecords.build import video_io
-from video_tfrecords.build.summary import plural
+from video_tfrecords.ingest import video_io
+from video_tfrecords.util.text import plural
 
 __all__ = ["AudioDamage", "AudioTrack", "sample_at"]
 

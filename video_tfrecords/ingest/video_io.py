@@ -24,8 +24,8 @@ import cv2
 import numpy as np
 from av.video.reformatter import Interpolation, VideoReformatter
 
-from video_tfrecords.build import deinterlace, file_structure, timestamps
-from video_tfrecords.build.summary import plural
+from video_tfrecords.ingest import deinterlace, file_structure, timestamps
+from video_tfrecords.util.text import plural
 
 # Codecs whose every packet holds exactly one picture: a packet that gives no frame was lost.
 # Not MPEG-4 Part 2 (not-coded VOPs), VP8 (hidden alt-ref packets) or interlaced fields.

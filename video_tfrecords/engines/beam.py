@@ -1,0 +1,59 @@
+"""The build on Apache Beam, inside TFDS's own Beam writer: one video per element; skip
+records and notes are written to files by the workers and gathered by the driver."""
+
+from __future__ import annotations
+
+import json
+
+import tensorflow_datasets as tfds
+from etils import epath
+
+from video_tfrecords.ingest import encoding
+from video_tfrecords.ingest.run import BuildRun
+
+__all__ = ["BeamEngine"]
+
+
+class BeamEngine:
+    """Gives TFDS a `beam.PTransform` per split; `finish` gathers the records after the
+    pipeline ran and rewrites the dataset info with them."""
+
+    def __init__(self, run: BuildRun, dataset_dir: epath.PathLike) -> None:
+        self.run = run
+        self.records_dir = epath.Path(dataset_dir) / "build_records"
+
+    def generate(self, tasks: list[encoding.Task]):
+        """The examples of a split's videos, as a PTransform for TFDS's Beam writer."""
+        beam = tfds.core.lazy_imports.apache_beam
+        split, strict, records_dir = tasks[0].split, self.run.config.strict, self.records_dir
+
+        def expand(pipeline):
+            outcomes = (
+                pipeline
+                | f"Videos {split}" >> beam.Create(tasks)
+                | f"Spread {split}" >> beam.Reshuffle()
+                | f"Encode {split}" >> beam.Map(encoding.encode)
+                | f"Report {split}" >> beam.Map(encoding.report, strict)
+            )
+            _ = (
+                outcomes
+                | f"Records {split}" >> beam.FlatMap(encoding.records_of)
+                | f"Write records {split}"
+                >> beam.io.WriteToText(str(records_dir / split), file_name_suffix=".jsonl")
+            )
+            return outcomes | f"Examples {split}" >> beam.FlatMap(encoding.examples_of)
+
+        return beam.ptransform_fn(expand)()
+
+    def close(self) -> None:
+        """Nothing to stop: the runner owns its workers."""
+
+    def finish(self, info, dataset_dir: epath.PathLike) -> None:
+        """After the pipeline ran: moves the records the workers wrote into the dataset info,
+        and writes it."""
+        for path in sorted(self.records_dir.glob("*.jsonl*")):
+            self.run.record_all([json.loads(line) for line in path.read_text().splitlines()])
+        self.run.check_records(list(self.run.videos_per_split))
+        if self.records_dir.exists():
+            self.records_dir.rmtree()
+        info.write_to_directory(dataset_dir)

@@ -1,0 +1,56 @@
+"""The local build: each split's videos encoded by a pool of worker processes on this machine,
+their examples handed to TFDS's writer as they come, in manifest order."""
+
+from __future__ import annotations
+
+from video_tfrecords.engines import parallel
+from video_tfrecords.ingest import encoding
+from video_tfrecords.ingest.run import BuildRun
+
+__all__ = ["LocalEngine"]
+
+
+class LocalEngine:
+    """Encodes with `num_workers` processes (0: one per core); `close` stops them early (an
+    interrupted build: no video is cached after the count it reports)."""
+
+    def __init__(self, run: BuildRun, num_workers: int) -> None:
+        self.run = run
+        self.num_workers = parallel.worker_count(num_workers)
+        self._outcomes = None  # the worker pool of the split being written
+
+    @property
+    def decoder_threads(self) -> int:
+        """FFmpeg threads for each worker's decoder: the cores the workers leave."""
+        return parallel.threads_per_worker(self.num_workers)
+
+    def generate(self, tasks: list[encoding.Task]):
+        """Yields (key, example) for each video of a split.
+
+        Videos go in manifest order, except that on a resumed build the ones
+        already encoded are spread among the others (`encoding.resume_order`).
+        """
+        self._outcomes = outcomes = parallel.ordered_map(
+            encoding.encode,
+            encoding.resume_order(tasks),
+            num_workers=self.num_workers,
+            on_death=on_worker_death,
+            initializer=encoding.init_worker,
+        )
+        for outcome in outcomes:
+            encoding.report(outcome, self.run.config.strict)
+            self.run.record(outcome)
+            yield from encoding.examples_of(outcome)
+        self.run.check_records([tasks[0].split])
+
+    def finish(self, info, dataset_dir) -> None:
+        """Nothing left once TFDS wrote the splits: the records are in `info` already."""
+
+    def close(self) -> None:
+        if self._outcomes is not None:
+            self._outcomes.close()
+
+
+def on_worker_death(task: encoding.Task, exitcode: int) -> encoding.Outcome:
+    """A video whose worker died twice: a skip record with the signal or exit code."""
+    return encoding.Outcome(task, skipped=task.record(parallel.death_reason(exitcode)))

@@ -1,0 +1,10 @@
+"""Ingest: from the manual dir's manifests to encoded videos and shards, one video at a time.
+Imports no TensorFlow (`shards.write` serializes with TFDS's feature objects, which load none).
+
+manifest (the manifests, checked), video_io (FFmpeg decode through PyAV), file_structure
+(a file's own stated length), timestamps, deinterlace, audio_io (the audio on the frames'
+clock), frame_choice (which frames, what size), encoding (one video's examples or skip
+record), cache (encoded videos kept for resuming), shards (a split's shards, written whole
+or not at all), run (one build's plan and records: the seam every engine calls), summary
+(what a build tells its user).
+"""

@@ -1,0 +1,138 @@
+"""The stored format: each feature's name, the TFDS features of a config, the dataset's versions,
+and which features a clip reads. A new stored field is added here; the build and every reader
+follow (`features`, `clip_inputs`).
+
+Imports no TensorFlow: `features` builds TFDS's feature objects, which load it only to read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow_datasets as tfds
+
+__all__ = [
+    "DATASET_NAME",
+    "DATASET_VERSION",
+    "RELEASE_NOTES",
+    "REQUIRED",
+    "clip_inputs",
+    "features",
+]
+
+DATASET_NAME = "video_tfrecords"
+# The dataset's version (the builder's VERSION); a config without one gets it.
+DATASET_VERSION = "2.3.0"
+RELEASE_NOTES = {
+    "1.0.0": "Initial release.",
+    "2.0.0": "Decoded with FFmpeg (PyAV): display aspect, per-frame timestamps, colour "
+    "matrices, damaged packets concealed; segments of 1000 frames by default.",
+    "2.1.0": "frame_crc32c: each frame's CRC32C, so that a reader checks only the frames "
+    "it decodes.",
+    "2.2.0": "video_fingerprint: the content fingerprint seeded clips are keyed on, so that "
+    "a reader without TensorFlow need not hash frames on a record's first read.",
+    "2.3.0": "Frames timed by FFmpeg's best-effort rule (packed B-frame AVIs: UCF101, "
+    "HMDB51), interlaced frames deinterlaced (bwdif; deinterlace=False keeps them as "
+    "decoded); with audio_rate, each example's audio on the frames' clock (audio, "
+    "has_audio, audio_rate).",
+}
+
+# Feature names.
+VIDEO = "video"
+LABEL = "label"
+FILENAME = "filename"
+FRAME_CHECKSUMS = "frame_crc32c"  # each frame's CRC32C (2.1.0 on)
+FINGERPRINT = "video_fingerprint"  # the stored clips.keys.video_fingerprint (2.2.0 on)
+TIMESTAMPS = "timestamps"
+FPS = "fps"
+AUDIO = "audio"
+AUDIO_RATE = "audio_rate"
+SEGMENT = "segment"
+REQUIRED = (VIDEO, LABEL, FILENAME)  # what makes a dataset a video_tfrecords one
+
+
+def _scalar(dtype, doc: str) -> tfds.features.Scalar:
+    return tfds.features.Scalar(dtype, doc=doc)
+
+
+def _audio_features(config) -> dict:
+    """The audio features of a config with `audio_rate` (none without: the features of
+    datasets built before audio existed).
+
+    A `Tensor` of int16, shape (samples, channels), stored as one bytes value
+    (encoding="bytes"): 2 bytes a sample where an int64 list takes up to 10 (a negative
+    varint), and a reader cuts a clip's window from a view of the record's bytes without
+    parsing the rest; `tfds.load` gives it as an int16 tensor. Not `tfds.features.Audio`:
+    in TFDS 4.9.10 it hands an array to the writer unencoded, so it can store int16 only
+    as an int64 list.
+    """
+    if config.audio_rate is None:
+        return {}
+    return {
+        AUDIO: tfds.features.Tensor(
+            shape=(None, config.audio_channels),
+            dtype=np.int16,
+            encoding="bytes",
+            doc="The video's default audio stream, int16 PCM; sample j plays at "
+            "(round(timestamps[0] * audio_rate) + j) / audio_rate s (silence where it has none).",
+        ),
+        "has_audio": _scalar(np.bool_, "Whether the video has an audio stream FFmpeg decodes."),
+        AUDIO_RATE: _scalar(np.int32, "Samples per second of `audio`."),
+    }
+
+
+def features(config) -> tfds.features.FeaturesDict:
+    """The stored features of a dataset built with `config` (a `VideoConfig`)."""
+    size = config.size
+    frame_shape = (None, *size, 3) if size else (None, None, None, 3)
+    return tfds.features.FeaturesDict(
+        {
+            **_audio_features(config),
+            VIDEO: tfds.features.Video(frame_shape, encoding_format="jpeg"),
+            LABEL: tfds.features.ClassLabel(),
+            FILENAME: tfds.features.Text(),
+            FRAME_CHECKSUMS: tfds.features.Tensor(
+                shape=(None,),
+                dtype=np.uint32,
+                doc="CRC32C of each JPEG frame: a reader checks the frames it decodes.",
+            ),
+            FINGERPRINT: _scalar(
+                np.int64,
+                "The frames' content fingerprint (clips.keys.video_fingerprint), "
+                "which seeded clips are keyed on.",
+            ),
+            TIMESTAMPS: tfds.features.Tensor(
+                shape=(None,),
+                dtype=np.float32,
+                doc="Time of each stored frame, in seconds from the video's first frame.",
+            ),
+            FPS: _scalar(np.float32, "Frame rate of the stored frames."),
+            "codec": tfds.features.Text(doc="FFmpeg's name of the source's codec."),
+            "source_height": _scalar(np.int32, "Coded height of the source."),
+            "source_width": _scalar(np.int32, "Coded width of the source."),
+            "source_num_frames": _scalar(
+                np.int32, "Frames of the source video, counted by decoding."
+            ),
+            "display_height": _scalar(np.int32, "Height a player shows (SAR, rotation)."),
+            "display_width": _scalar(np.int32, "Width a player shows (SAR, rotation)."),
+            "sample_aspect_ratio": _scalar(np.float32, "Width of a source pixel / height."),
+            "rotation": _scalar(np.int32, "Clockwise degrees the source was turned to be upright."),
+            SEGMENT: _scalar(np.int32, "Which part of the video (see segment_frames)."),
+            "start_frame": _scalar(np.int32, "Index of the first stored frame within the video."),
+        }
+    )
+
+
+def clip_inputs(spec) -> dict[str, str]:
+    """What a clip of `spec` (a `ClipSpec`) reads besides the frames: keyword of the clip
+    decoders (`decode_np.sample_np`, `decode_tf.sample_tf`) -> the feature it comes from.
+
+    Every reader takes these and only these from a record, so that all give the same clip:
+    the video's name (for errors); with `fps` or `audio`, the frames' times (else the stored
+    rate); with `audio`, the samples and their rate.
+    """
+    inputs = {"name": FILENAME}
+    if spec.fps is not None or spec.audio:
+        inputs.update(timestamps=TIMESTAMPS, source_fps=FPS)
+    if spec.audio:
+        inputs.update(audio=AUDIO, audio_rate=AUDIO_RATE)
+    return inputs
