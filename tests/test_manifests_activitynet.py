@@ -139,7 +139,7 @@ def test_activitynet_bad_entries_name_file_line_and_video(tmp_path):
         make_manifests.activitynet(str(ann), str(tmp_path / "v"), str(tmp_path / "out"))
     assert error.value.problems == [
         f"{ann / V13.name}:1: video gone1234567: label 'Zumba!' is not in the taxonomy",
-        f"{ann}/val_1.json:1: video v_x: needs as many timestamps as sentences",
+        f"{ann}/val_1.json:1: video v_x: needs an id ('v_ID') and as many timestamps as sentences",
     ]
     assert_nothing_written(tmp_path / "out")
 

@@ -79,7 +79,7 @@ class _Reader:
     def v13(self, path: str, classes: set[str] | None) -> None:
         for line, video_id, entry in json_items(path, self.problems, within="database"):
             where, what = f"{path}:{line}", f"video {video_id}"
-            if not isinstance(entry, dict) or not video_id or "/" in video_id:
+            if not isinstance(entry, dict) or not isinstance(video_id, str) or "/" in video_id:
                 self.problems.append(f"{where}: {what}: not an object with a usable id")
                 continue
             split = SUBSETS.get(entry.get("subset"))
@@ -115,12 +115,15 @@ class _Reader:
             timestamps = entry.get("timestamps") if isinstance(entry, dict) else None
             sentences = entry.get("sentences") if isinstance(entry, dict) else None
             if (
-                not isinstance(timestamps, list)
+                not isinstance(key, str)
+                or not isinstance(timestamps, list)
                 or not isinstance(sentences, list)
                 or len(timestamps) != len(sentences)
                 or not all(isinstance(s, str) for s in sentences)
             ):
-                self.problems.append(f"{where}: {what}: needs as many timestamps as sentences")
+                self.problems.append(
+                    f"{where}: {what}: needs an id ('v_ID') and as many timestamps as sentences"
+                )
                 continue
             video_id = key.removeprefix("v_")
             duration = seconds(entry.get("duration"))
@@ -152,7 +155,7 @@ class _Reader:
                     example["captions"] = video["captions"]
                 items.append(common.Annotation(where, split, None, stems, example=example))
                 continue
-            segments = video.get("segments", [])
+            segments = list(video.get("segments", []))
             for caption in video.get("captions", []):
                 start, end = caption["start"], caption["end"]
                 segments.append({"captions": [caption["text"]], "start": start, "end": end})
