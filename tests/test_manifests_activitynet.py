@@ -150,3 +150,18 @@ def test_activitynet_invalid_json_is_one_problem_at_its_line(tmp_path):
         make_manifests.activitynet(str(ann), str(tmp_path), str(tmp_path / "out"))
     (problem,) = error.value.problems  # read twice (taxonomy, database), reported once
     assert problem.startswith(f"{ann / V13.name}:3: not valid JSON")
+
+
+def test_activitynet_values_of_the_wrong_kind_are_problems_not_crashes(tmp_path):
+    text = V13.read_text()
+    text = text.replace('"nodeName":"Root",', '"nodeName":["Root"],')
+    text = text.replace('"subset":"validation2"', '"subset":{"name":"validation"}')
+    text = text.replace('"annotations":[]},"gone1234567"', '"annotations":7},"gone1234567"')
+    ann = write(tmp_path / "ann", {V13.name: text})
+    with pytest.raises(make_manifests.AnnotationError) as error:
+        make_manifests.activitynet(str(ann), str(tmp_path), str(tmp_path / "out"))
+    path = ann / V13.name
+    assert error.value.problems == [
+        f'{path}:1: taxonomy[0] lacks "nodeId" or "nodeName"',
+        f'{path}:1: video 3l7quTy4c2s: "annotations" is not a list',
+    ]

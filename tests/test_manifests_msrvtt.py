@@ -115,3 +115,17 @@ def test_msrvtt_bad_entries_name_file_and_line(tmp_path):
         f"{ann / TRAIN_VAL.name}:4",
         f"{ann / TRAIN_VAL.name}:16",
     ]
+
+
+def test_msrvtt_a_split_of_the_wrong_kind_is_dropped_and_recorded(tmp_path):
+    ann = write(tmp_path / "ann", {TRAIN_VAL.name: TRAIN_VAL.read_text().replace(
+        '"split": "validate"', '"split": ["validate"]')})  # fmt: skip
+    video = videos_of(tmp_path / "v")
+    out = tmp_path / "out"
+    make_manifests.msrvtt(str(ann), str(tmp_path / "v"), str(out))
+    assert video["2"] not in {o["path"] for o in jsonl(out, "train.jsonl")}
+    assert not (out / "val.jsonl").exists()
+    where = f"{ann / TRAIN_VAL.name}:5"
+    assert f"{where}: video video2: split ['validate'] is no split: dropped" in lines(
+        out, "dropped.txt"
+    )

@@ -44,16 +44,26 @@ def _files(annotations: str) -> tuple[str | None, list[str], list[str]]:
     return v13, [p for p in captions if os.path.isfile(p)], notes
 
 
+def _node(node) -> tuple | None:
+    """(nodeId, parentId, nodeName) of a taxonomy node, or None if it lacks them."""
+    if not isinstance(node, dict):
+        return None
+    node_id, parent, name = node.get("nodeId"), node.get("parentId"), node.get("nodeName")
+    ids = isinstance(node_id, (int, str)) and (parent is None or isinstance(parent, (int, str)))
+    return (node_id, parent, name) if ids and isinstance(name, str) else None
+
+
 def _leaves(path: str, problems: list[str]) -> list[str]:
     """The taxonomy's leaf nodeNames: the activities (every other node is a parent)."""
-    nodes = [node for _, key, value in json_items(path, problems) if key == "taxonomy"
-             for node in (value if isinstance(value, list) else [])]  # fmt: skip
-    parents = {node.get("parentId") for node in nodes if isinstance(node, dict)}
-    return [
-        node["nodeName"]
-        for node in nodes
-        if isinstance(node, dict) and node.get("nodeId") not in parents and node.get("nodeName")
-    ]
+    nodes = []
+    for line, key, value in json_items(path, problems):
+        for i, node in enumerate(value if key == "taxonomy" and isinstance(value, list) else []):
+            if (fields := _node(node)) is None:
+                problems.append(f'{path}:{line}: taxonomy[{i}] lacks "nodeId" or "nodeName"')
+            else:
+                nodes.append(fields)
+    parents = {parent for _, parent, _ in nodes}
+    return [name for node_id, _, name in nodes if node_id not in parents]
 
 
 class _Reader:
@@ -82,11 +92,14 @@ class _Reader:
             if not isinstance(entry, dict) or not isinstance(video_id, str) or "/" in video_id:
                 self.problems.append(f"{where}: {what}: not an object with a usable id")
                 continue
-            split = SUBSETS.get(entry.get("subset"))
-            annotations = entry.get("annotations") or []
+            subset, annotations = entry.get("subset"), entry.get("annotations") or []
+            split = SUBSETS.get(subset) if isinstance(subset, str) else None
+            if not isinstance(annotations, list):
+                self.problems.append(f'{where}: {what}: "annotations" is not a list')
+                continue
             if split is None:
                 self.spans.dropped.append(
-                    f"{where}: {what}: subset {entry.get('subset')!r} is no split: dropped"
+                    f"{where}: {what}: subset {subset!r} is no split: dropped"
                 )
                 continue
             if split == "test" and not annotations:

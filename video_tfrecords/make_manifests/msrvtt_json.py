@@ -69,7 +69,7 @@ class _Reader:
             elif video_id in self.videos:
                 first = self.videos[video_id]["where"]
                 self.dropped.append(f"{where}: video {video_id} again (first at {first}): dropped")
-            elif video.get("split") not in SPLITS:
+            elif not isinstance(video.get("split"), str) or video["split"] not in SPLITS:
                 self.dropped.append(
                     f"{where}: video {video_id}: split {video.get('split')!r} is no split: dropped"
                 )
