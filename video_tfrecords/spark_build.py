@@ -128,5 +128,24 @@ def main(argv: list[str] | None = None) -> str:
     return folder
 
 
+_MOVED = {"spark_map", "with_retries", "LOCAL_ATTEMPTS"}  # now in engines/spark.py; kept a release
+
+
+def __getattr__(name):
+    """The names that moved to `video_tfrecords.engines.spark`, with a warning, for a release."""
+    if name in _MOVED:
+        import warnings
+
+        from video_tfrecords.engines import spark
+
+        warnings.warn(
+            f"video_tfrecords.spark_build.{name} moved to video_tfrecords.engines.spark.{name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(spark, name)
+    raise AttributeError(f"module 'video_tfrecords.spark_build' has no attribute {name!r}")
+
+
 if __name__ == "__main__":
     main()
