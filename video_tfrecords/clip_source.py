@@ -40,10 +40,10 @@ class ClipSource:
             (TFDS_DATA_DIR, else ~/tensorflow_datasets).
         config: the config's name (or a `VideoConfig`); default "default".
         version: a version folder, e.g. "2.2.0"; default the latest one present.
-        num_frames, stride, mode, crop_size, flip, short_video, seed, **clip_args:
-            the clip, as for `ClipDecoder` (see `ClipSpec`). With a seed, example
-            i always gives the same clip (that of `ClipDecoder(seed=seed)`), until
-            `set_epoch`; without one, every read draws a fresh clip.
+        num_frames, stride, mode, ..., audio: the clip: `ClipSpec`'s arguments,
+            as for `ClipDecoder`. With a seed, example i always gives the same
+            clip (that of `ClipDecoder(seed=seed)`), until `set_epoch`; without
+            one, every read draws a fresh clip.
         shard_index, num_shards: read only the `shard_index`-th of `num_shards`
             contiguous, disjoint parts of the split (one per host or worker);
             `len` and indices are those of the part.
@@ -74,28 +74,28 @@ class ClipSource:
         data_dir=None,
         config=None,
         version: str | None = None,
-        stride=1,
-        mode: str = "random",
-        crop_size=None,
-        flip: bool = False,
-        short_video: str = "loop",
-        seed: int | None = None,
         shard_index: int = 0,
         num_shards: int = 1,
         check_records: bool = False,
         dataset_dir=None,
-        **clip_args,
+        stride: int | tuple[int, int] = ClipSpec.stride,
+        mode: str = ClipSpec.mode,
+        num_clips: int = ClipSpec.num_clips,
+        short_video: str = ClipSpec.short_video,
+        crop_size: tuple[int, int] | None = ClipSpec.crop_size,
+        crop: str = ClipSpec.crop,
+        flip: bool = ClipSpec.flip,
+        seed: int | None = ClipSpec.seed,
+        short_side: int | tuple[int, int] | None = ClipSpec.short_side,
+        fps: float | None = ClipSpec.fps,
+        num_crops: int = ClipSpec.num_crops,
+        crop_area: tuple[float, float] = ClipSpec.crop_area,
+        crop_aspect: tuple[float, float] = ClipSpec.crop_aspect,
+        audio: bool = ClipSpec.audio,
+        labels: str = ClipSpec.labels,
+        captions: str | None = ClipSpec.captions,
     ):
-        self.spec = ClipSpec(
-            num_frames,
-            stride=stride,
-            mode=mode,
-            crop_size=crop_size,
-            flip=flip,
-            short_video=short_video,
-            seed=seed,
-            **clip_args,
-        )
+        self.spec = ClipSpec.from_arguments(locals())
         if dataset_dir is None:
             dataset_dir = dataset_files.find_dataset_dir(data_dir, config, version)
         self.dataset_dir = str(dataset_dir)

@@ -27,13 +27,12 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from video_tfrecords.clips import backends, decode_np, decode_tf, keys, labels_tf
-from video_tfrecords.clips.spec import ClipSpec
-from video_tfrecords.records import schema
-
 # A process that decodes with TFDS asks it for the dataset by name: register the builder, whose
 # `_should_cache_ds` keeps TFDS from caching clips once decoded (they would repeat each epoch).
 from video_tfrecords import video_tfrecords_dataset_builder  # noqa: F401  (registers it)
+from video_tfrecords.clips import backends, decode_np, decode_tf, keys, labels_tf
+from video_tfrecords.clips.spec import ClipSpec
+from video_tfrecords.records import schema
 
 __all__ = ["ClipDecoder", "EncodedFrames"]
 
@@ -73,10 +72,8 @@ class ClipDecoder(tfds.decode.Decoder):
     """Decodes a clip (or several) out of a video of JPEG frames, decoding only those frames.
 
     Use it on a `tfds.features.Video(..., encoding_format="jpeg")` feature.
-    `ClipDecoder(num_frames, **args)` takes the arguments of `ClipSpec`
-    (stride, mode, num_clips, short_video, crop_size, crop, flip, seed,
-    short_side, fps, num_crops) and exposes them as attributes
-    (`decoder.num_frames`, ...).
+    Its arguments are `ClipSpec`'s (documented there, with the same defaults),
+    exposed as attributes (`decoder.num_frames`, ...).
 
     Output: uint8 [T, H, W, 3], or [num_clips * num_crops, T, H, W, 3] with
     several views (clip-major); static T, crop size and channels (and frame
@@ -90,9 +87,29 @@ class ClipDecoder(tfds.decode.Decoder):
         ds = ds.map(ClipDecoder(16, fps=30, audio=True).decode_features)
     """
 
-    def __init__(self, num_frames: int, **clip_args):
+    def __init__(
+        self,
+        num_frames: int,
+        *,
+        stride: int | tuple[int, int] = ClipSpec.stride,
+        mode: str = ClipSpec.mode,
+        num_clips: int = ClipSpec.num_clips,
+        short_video: str = ClipSpec.short_video,
+        crop_size: tuple[int, int] | None = ClipSpec.crop_size,
+        crop: str = ClipSpec.crop,
+        flip: bool = ClipSpec.flip,
+        seed: int | None = ClipSpec.seed,
+        short_side: int | tuple[int, int] | None = ClipSpec.short_side,
+        fps: float | None = ClipSpec.fps,
+        num_crops: int = ClipSpec.num_crops,
+        crop_area: tuple[float, float] = ClipSpec.crop_area,
+        crop_aspect: tuple[float, float] = ClipSpec.crop_aspect,
+        audio: bool = ClipSpec.audio,
+        labels: str = ClipSpec.labels,
+        captions: str | None = ClipSpec.captions,
+    ):
         super().__init__()
-        self.spec = ClipSpec(num_frames, **clip_args)
+        self.spec = ClipSpec.from_arguments(locals())
 
     def __getattr__(self, name):
         if name in _SPEC_NAMES:

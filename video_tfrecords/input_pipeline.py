@@ -13,6 +13,7 @@ TensorFlow without a copy and reused once TensorFlow lets go of them (see
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import os
 import threading
 import time
@@ -26,10 +27,13 @@ from video_tfrecords.clip_source import ClipSource
 from video_tfrecords.clips import audio as clip_audio
 from video_tfrecords.clips import backends, buffers, keys
 from video_tfrecords.clips import labels as clip_labels
-from video_tfrecords.clips.spec import check_positive_int, is_int
+from video_tfrecords.clips.spec import ClipSpec, check_positive_int, is_int
 from video_tfrecords.records import dataset_files, schema
 
 __all__ = ["clip_dataset"]
+
+# ClipSpec's arguments that clip_dataset passes on to its ClipSource (the seed is its own).
+CLIP_ARGUMENTS = {f.name for f in dataclasses.fields(ClipSpec)} - {"num_frames", "seed"}
 
 
 class _Calls:
@@ -78,13 +82,27 @@ def clip_dataset(
     input_context: tf.distribute.InputContext | None = None,
     shard_index: int = 0,
     num_shards: int = 1,
-    **clip_kwargs,
+    stride: int | tuple[int, int] = ClipSpec.stride,
+    mode: str | None = None,
+    num_clips: int = ClipSpec.num_clips,
+    short_video: str = ClipSpec.short_video,
+    crop_size: tuple[int, int] | None = ClipSpec.crop_size,
+    crop: str | None = None,
+    flip: bool = ClipSpec.flip,
+    short_side: int | tuple[int, int] | None = ClipSpec.short_side,
+    fps: float | None = ClipSpec.fps,
+    num_crops: int = ClipSpec.num_crops,
+    crop_area: tuple[float, float] = ClipSpec.crop_area,
+    crop_aspect: tuple[float, float] = ClipSpec.crop_aspect,
+    audio: bool = ClipSpec.audio,
+    labels: str = ClipSpec.labels,
+    captions: str | None = ClipSpec.captions,
 ) -> tf.data.Dataset:
     """A batched `(clip, label)` dataset for training or evaluation.
 
     Finds the prepared TFDS dataset `name` (as `tfds.load` does; it is not built
     here: build it with `tfds build`) and reads it with `ClipSource(split,
-    num_frames=num_frames, **clip_kwargs)`: one clip per example, decoding only
+    num_frames=num_frames, ...)`: one clip per example, decoding only
     its frames. Clips are stacked into batches: on a dataset whose frames vary
     in size (no `size` in its config), pass `crop_size`.
 
@@ -124,19 +142,23 @@ def clip_dataset(
             of the split. Overrides shard_index / num_shards.
         shard_index, num_shards: read only this contiguous, disjoint part of the
             split (one per host), as `ClipSource` does.
-        **clip_kwargs: the other `ClipSpec` arguments (stride, mode, num_clips,
-            short_video, crop_size, crop, flip, short_side, ...).
+        stride, mode, ..., audio, labels, captions: the clip: `ClipSpec`'s arguments (documented
+            there, with its defaults), but `mode` and `crop` default by `training`
+            ("random", else "center"); the clips' seed is `seed`'s, per epoch.
 
     Returns:
         A `tf.data.Dataset` of `(clip, label)` batches: clips [B, T, H, W, 3]
         (or [B, num_clips, T, H, W, 3]), labels int64 [B]. With `audio=True`,
         `({"video": clip, "audio": audio}, label)`: audio float32 in [-1, 1],
         [B, S, channels] (or [B, num_clips, S, channels]); S is static with `fps`.
+        On a dataset with several labels (JSON Lines `labels`, `segments`), the labels are
+        float32 multi-hot vectors [B, classes] (or [B, views, classes]) as `labels` says; with
+        captions, the inputs are a dict holding "caption" (tf.string [B] or [B, views],
+        captions="random") or "captions" (all, [B, most] or [B, views, most], padded with "").
     """
-    if "seed" in clip_kwargs:
-        raise ValueError("Pass seed= directly to clip_dataset.")
-    clip_kwargs.setdefault("mode", "random" if training else "center")
-    clip_kwargs.setdefault("crop", "random" if training else "center")
+    clip_args = {name: value for name, value in locals().items() if name in CLIP_ARGUMENTS}
+    default = "random" if training else "center"
+    clip_args.update(mode=mode or default, crop=crop or default)
     batch_size = check_positive_int("batch_size", batch_size)
     if seed is not None and not is_int(seed):
         raise ValueError(f"seed must be None or an int, got {seed!r}.")
@@ -157,7 +179,7 @@ def clip_dataset(
         dataset_dir=_prepared_dir(name, data_dir, builder_kwargs),
         shard_index=shard_index,
         num_shards=num_shards,
-        **clip_kwargs,
+        **clip_args,
     ).index_all()
     frame_size = tuple(None if s < 0 else s for s in source.features["video"].shape[1:3])
     if None in frame_size and source.spec.crop_size is None:

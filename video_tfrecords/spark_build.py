@@ -39,7 +39,8 @@ import tensorflow_datasets as tfds
 
 from video_tfrecords import config as config_lib
 from video_tfrecords.engines import distributed
-from video_tfrecords.engines.spark import session, spark_map
+from video_tfrecords.engines import spark as spark_engine
+from video_tfrecords.engines.spark import session
 from video_tfrecords.video_tfrecords_dataset_builder import Builder
 
 __all__ = ["build", "main", "session"]
@@ -76,7 +77,7 @@ def build(
         builder,
         manual_dir,
         data_dir,
-        functools.partial(spark_map, context),
+        functools.partial(spark_engine.spark_map, context),
         cores=context.defaultParallelism,
         download_config=download_config,
     )
@@ -108,7 +109,12 @@ def main(argv: list[str] | None = None) -> str:
         help="TFDS data dir (default: TFDS_DATA_DIR or ~/tensorflow_datasets)",
     )
     parser.add_argument("--config", default="default", help="a config name or a JSON VideoConfig")
-    parser.add_argument("--master", default=None, help="Spark master URL (default: Spark's own)")
+    parser.add_argument(
+        "--master",
+        default=None,
+        help="Spark master URL (default: spark-submit's master, else local[*]; a local master "
+        f"gets {spark_engine.LOCAL_ATTEMPTS} attempts a task)",
+    )
     parser.add_argument("--file_format", default=None, choices=["tfrecord", "array_record"])
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -126,6 +132,25 @@ def main(argv: list[str] | None = None) -> str:
     folder = build(spark, args.manual_dir, data_dir, config, file_format=args.file_format)
     log.info("Built %s in %.1f s", folder, time.perf_counter() - start)
     return folder
+
+
+_MOVED = {"spark_map", "with_retries", "LOCAL_ATTEMPTS"}  # now in engines/spark.py; kept a release
+
+
+def __getattr__(name):
+    """The names that moved to `video_tfrecords.engines.spark`, with a warning, for a release."""
+    if name in _MOVED:
+        import warnings
+
+        from video_tfrecords.engines import spark
+
+        warnings.warn(
+            f"video_tfrecords.spark_build.{name} moved to video_tfrecords.engines.spark.{name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(spark, name)
+    raise AttributeError(f"module 'video_tfrecords.spark_build' has no attribute {name!r}")
 
 
 if __name__ == "__main__":

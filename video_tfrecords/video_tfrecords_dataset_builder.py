@@ -19,7 +19,12 @@ from video_tfrecords.engines.beam import BeamEngine
 from video_tfrecords.engines.local import LocalEngine
 from video_tfrecords.ingest import summary
 from video_tfrecords.ingest.encoding import VideoBuildError
-from video_tfrecords.ingest.run import MANUAL_INSTRUCTIONS, BuildRun, manifest_kinds
+from video_tfrecords.ingest.run import (
+    MANUAL_INSTRUCTIONS,
+    BuildRun,
+    ManualDirError,
+    manifest_kinds,
+)
 from video_tfrecords.records import schema
 from video_tfrecords.records.array_record_shard import note_array_record_use
 
@@ -38,6 +43,8 @@ class _TfdsVideoDtypeWarning(logging.Filter):
 
 
 logging.getLogger("absl").addFilter(_TfdsVideoDtypeWarning())
+if summary.run_by_tfds_command():
+    sys.excepthook = summary.errors_first(sys.excepthook)
 
 
 class Builder(tfds.core.GeneratorBasedBuilder):
@@ -114,18 +121,18 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         self._engine.finish(self.info, self.data_path)
         self._run.remove_cache()
         examples = {name: split.num_examples for name, split in self.info.splits.items()}
-        print(self._run.summary(self.data_dir, examples))
+        summary.print_last(self._run.summary(self.data_dir, examples))
 
     def _default_manual_dir(self, download_dir) -> epath.Path:
         """Where TFDS looks for the manual dir when none is given: download_dir/manual."""
         downloads = download_dir or epath.Path(self.data_dir_root) / "downloads"
         return epath.Path(downloads) / "manual"
 
-    def _no_manual_dir(self) -> FileNotFoundError:
+    def _no_manual_dir(self) -> ManualDirError:
         """Which folder the build wanted and what goes in it (TFDS's own message names no
         command)."""
         manual_dir = epath.Path(self._manual_dir)
-        return FileNotFoundError(
+        return ManualDirError(
             f"{self.info.full_name} is built from your own videos, and is not prepared in "
             f"{self.data_dir_root}. Its manual dir {manual_dir} "
             f"{'is empty' if manual_dir.is_dir() else 'does not exist'}. Build it with `tfds "
@@ -144,6 +151,8 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         else:
             engine = LocalEngine(self._run, self.builder_config.num_workers)
             threads = engine.decoder_threads
+            if summary.run_by_tfds_command():
+                tfds.disable_progress_bar()  # the engine's bar of videos is the one to watch
         tasks = self._run.plan(manual_dir, dl_manager.download_dir, threads)
         self._engine = engine
         return {split: self._generate_examples(split_tasks) for split, split_tasks in tasks.items()}

@@ -274,6 +274,12 @@ class ClipSpec:
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 
+    @classmethod
+    def from_arguments(cls, arguments: dict) -> ClipSpec:
+        """The spec of an entry point's clip arguments (its `locals()`): they are spelled out
+        in each signature, for editors and `help()`, with this class's defaults."""
+        return cls(**{field.name: arguments[field.name] for field in dataclasses.fields(cls)})
+
     @property
     def multi_clip(self) -> bool:
         """Whether the output has a leading clip (view) axis."""

@@ -4,7 +4,7 @@ their examples handed to TFDS's writer as they come, in manifest order."""
 from __future__ import annotations
 
 from video_tfrecords.engines import parallel
-from video_tfrecords.ingest import encoding
+from video_tfrecords.ingest import encoding, progress
 from video_tfrecords.ingest.run import BuildRun
 
 __all__ = ["LocalEngine"]
@@ -25,23 +25,32 @@ class LocalEngine:
         return parallel.threads_per_worker(self.num_workers)
 
     def generate(self, tasks: list[encoding.Task]):
-        """Yields (key, example) for each video of a split.
+        """Yields (key, example) for each video of a split, with a bar of videos done out of
+        those listed, their rate and the time left.
 
         Videos go in manifest order, except that on a resumed build the ones
         already encoded are spread among the others (`encoding.resume_order`).
         """
+        split, hits = tasks[0].split, encoding.cached(tasks)
+        if any(hits):
+            progress.write(
+                f"{split}: {sum(hits)} of {len(tasks)} videos come from the cache of an "
+                f"interrupted build ({self.run.cache_dir}); encoding the other {hits.count(False)}."
+            )
         self._outcomes = outcomes = parallel.ordered_map(
             encoding.encode,
-            encoding.resume_order(tasks),
+            encoding.resume_order(tasks, hits),
             num_workers=self.num_workers,
             on_death=on_worker_death,
             initializer=encoding.init_worker,
         )
-        for outcome in outcomes:
-            encoding.report(outcome, self.run.config.strict)
-            self.run.record(outcome)
-            yield from encoding.examples_of(outcome)
-        self.run.check_records([tasks[0].split])
+        with progress.bar(total=len(tasks), desc=f"{split} videos") as bar:
+            for outcome in outcomes:
+                encoding.report(outcome, self.run.config.strict)
+                self.run.record(outcome)
+                yield from encoding.examples_of(outcome)
+                bar.update(1)
+        self.run.check_records([split])
 
     def finish(self, info, dataset_dir) -> None:
         """Nothing left once TFDS wrote the splits: the records are in `info` already."""

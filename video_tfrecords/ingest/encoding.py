@@ -19,15 +19,13 @@ import dataclasses
 import json
 import math
 import os
-import sys
 from collections.abc import Callable, Iterator
 
 import cv2
-from tqdm import tqdm
 
 from video_tfrecords.clips import keys
 from video_tfrecords.config import VideoConfig
-from video_tfrecords.ingest import audio_io, cache, manifest, spans, video_io
+from video_tfrecords.ingest import audio_io, cache, manifest, progress, spans, video_io
 from video_tfrecords.ingest.frame_choice import stored_size
 from video_tfrecords.ingest.span_writer import Jpegs, SpanWriter
 from video_tfrecords.records import schema
@@ -107,8 +105,17 @@ def _cache_key(task: Task) -> str:
     return cache.video_key(task.video_path, task.config.frame_fields(), name)
 
 
-def resume_order(tasks: list[Task]) -> list[Task]:
-    """The tasks, those already in the cache spread evenly among the rest.
+def cached(tasks: list[Task]) -> list[bool]:
+    """Which tasks' videos have a finished cache entry (an interrupted build's): all False for
+    videos or a cache on a remote file system, where a stat each would cost more than it tells."""
+    if not tasks or is_remote(tasks[0].cache_root) or not os.path.isdir(tasks[0].cache_root):
+        return [False] * len(tasks)
+    return [_has_entry(task) for task in tasks]
+
+
+def resume_order(tasks: list[Task], hits: list[bool] | None = None) -> list[Task]:
+    """The tasks, those already in the cache (`hits`, else `cached(tasks)`) spread evenly
+    among the rest.
 
     On a resumed build the build process still reads back and writes every
     video's examples, while the workers encode only the videos not yet cached.
@@ -116,15 +123,11 @@ def resume_order(tasks: list[Task]) -> list[Task]:
     so the build process would read them alone while the workers wait, then the
     workers encode while it waits. Interleaved, the two overlap. Each group keeps
     its order; the split's contents do not depend on it (TFDS orders examples by
-    key). Without any cached video (a fresh build) the order is unchanged, and so
-    it is for videos or a cache on a remote file system, where checking every
-    video (a remote stat each) would cost more than the overlap saves.
+    key). Without any cached video (a fresh build) the order is unchanged.
     """
-    if not tasks or is_remote(tasks[0].cache_root) or not os.path.isdir(tasks[0].cache_root):
-        return list(tasks)
-    cached = [_has_entry(task) for task in tasks]
-    done = [task for task, hit in zip(tasks, cached) if hit]
-    todo = [task for task, hit in zip(tasks, cached) if not hit]
+    hits = cached(tasks) if hits is None else hits
+    done = [task for task, hit in zip(tasks, hits) if hit]
+    todo = [task for task, hit in zip(tasks, hits) if not hit]
     if not done or not todo:
         return list(tasks)
     # Each task's position as a fraction of its own group, merged by that fraction.
@@ -275,8 +278,8 @@ def report(outcome: Outcome, strict: bool) -> Outcome:
 
 
 def _warn(text: str) -> None:
-    """A warning on stderr, printed above TFDS's progress bars (tqdm's) instead of into them."""
-    tqdm.write(f"WARNING: {text}", file=sys.stderr)
+    """A warning on stderr, printed above the progress bars instead of into them."""
+    progress.write(f"WARNING: {text}")
 
 
 def records_of(outcome: Outcome) -> list[str]:

@@ -9,6 +9,7 @@ typo on line 90,000 should cost seconds, not the hours of decoding before it.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -198,7 +199,10 @@ def assign_labels(
                     f"{len(class_names)} classes (ids 0..{len(class_names) - 1})"
                 )
             else:
-                problems.append(f"{where}: label {label!r} is not in {LABELS_FILE}")
+                problems.append(
+                    f"{where}: label {label!r} is not in {LABELS_FILE}"
+                    + nearest_class(label, class_names)
+                )
         return class_names, ids, problems
 
     numeric = [(where, label) for where, label in named if _is_int(label)]
@@ -215,6 +219,15 @@ def assign_labels(
         return class_names, {label: int(label) for _, label in numeric}, problems
     class_names = sorted({label for _, label in names})
     return class_names, {name: i for i, name in enumerate(class_names)}, problems
+
+
+def nearest_class(label: str, class_names: Sequence[str]) -> str:
+    """`" (did you mean 'x'?)"` for the class name nearest to a label (a typo, another case,
+    spaces for underscores), or nothing when none is near."""
+    folded = {name.casefold().replace("_", " "): name for name in class_names}
+    key = label.casefold().replace("_", " ")
+    near = difflib.get_close_matches(key, list(folded), n=1, cutoff=0.75)
+    return f" (did you mean {folded[near[0]]!r}?)" if near else ""
 
 
 def duplicate_problems(entries: Iterable[Entry]) -> list[str]:

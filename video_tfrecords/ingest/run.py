@@ -16,7 +16,7 @@ from etils import epath
 from video_tfrecords.ingest import cache, encoding, manifest, spans, summary
 from video_tfrecords.records import schema
 
-__all__ = ["MANUAL_INSTRUCTIONS", "BuildRun"]
+__all__ = ["MANUAL_INSTRUCTIONS", "BuildRun", "ManualDirError"]
 
 MANUAL_INSTRUCTIONS = """\
 Put into the manual dir (`--manual_dir=DIR`) one manifest per split you want:
@@ -34,6 +34,10 @@ any of "label", "labels": [...], "start"/"end" (seconds), "segments":
 [{"label", "start", "end"}], "captions": ["text", ...] or [{"text", "start",
 "end"}]}.
 """
+
+
+class ManualDirError(FileNotFoundError):
+    """The manual dir is missing, empty, or holds no manifest: the message says what goes in it."""
 
 
 def manifest_kinds(manual_dir: epath.PathLike) -> frozenset[str] | None:
@@ -76,7 +80,7 @@ class BuildRun:
         try:
             dataset = manifest.read_dataset(manual_dir)
         except FileNotFoundError as e:
-            raise FileNotFoundError(f"{e}\n\n{MANUAL_INSTRUCTIONS}") from None
+            raise ManualDirError(f"{e}\n\n{MANUAL_INSTRUCTIONS}") from None
         kinds = spans.feature_kinds(e for entries in dataset.splits.values() for e in entries)
         self._name_classes(dataset.class_names, kinds)
         self.metadata["skipped"] = []
