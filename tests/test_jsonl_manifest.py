@@ -137,3 +137,27 @@ def test_an_empty_jsonl_manifest_says_so(tmp_path):
     write(tmp_path, {"test.jsonl": "\n\n"})
     with pytest.raises(manifest.ManifestError, match=r"test.jsonl:1: the manifest has no video"):
         manifest.read_dataset(tmp_path)
+
+
+def test_what_make_manifests_charades_writes_reads_back_as_written(tmp_path):
+    from test_manifests_charades import ANNOTATIONS, videos_of
+
+    from annotation_files import jsonl
+    from video_tfrecords import make_manifests
+
+    videos_of(tmp_path / "videos")
+    out = tmp_path / "out"
+    make_manifests.charades(str(ANNOTATIONS), str(tmp_path / "videos"), str(out))
+    dataset = manifest.read_dataset(out)  # no problem: every key and value is the reader's
+    assert set(dataset.splits) == {"train", "validation"}
+    for split, name in (("train", "train.jsonl"), ("validation", "val.jsonl")):
+        written = jsonl(out, name)
+        entries = dataset.splits[split]
+        assert [e.path for e in entries] == [o["path"] for o in written]
+        for entry, line in zip(entries, written):
+            note = entry.annotation
+            assert list(note.labels) == line.get("labels", [])
+            assert [list(s) for s in note.segments] == [
+                [s["label"], s["start"], s["end"]] for s in line.get("segments", [])
+            ]
+            assert [c for c, _, _ in note.captions] == line.get("captions", [])

@@ -121,7 +121,7 @@ def test_kinetics_quoted_labels_dash_ids_both_names_folders_and_flat(tmp_path):
     assert all(set(o) == {"label"} for p, o in by_path(train).items() if p != untrimmed)
     assert train[0]["path"].endswith("-Xa1b2c3d4e_000010_000020.mp4")  # csv order
     assert raw_manifest(out, "val.txt") == truth_val
-    assert built_labels(out) == {"validation": truth_val}
+    assert built_labels(out) == {"train": truth_train, "validation": truth_val}  # both kinds
     assert not (out / "train.txt").exists() and not (out / "test.txt").exists()
     assert lines(out, "missing.txt") == [
         f"{ann}/train.csv:5: gone0000001_000001_000011.* or gone0000001.*",
