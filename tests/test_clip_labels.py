@@ -129,7 +129,8 @@ def test_random_captions_over_many_seeds_draw_each_overlapping_one(dataset_dir):
 @pytest.mark.parametrize(
     "args",
     [{"labels": "clip", "captions": "random"}, {"labels": "video", "captions": "all"},
-     {"labels": "clip", "captions": "all", "mode": "uniform", "num_clips": 2}],
+     {"labels": "clip", "captions": "all", "mode": "uniform", "num_clips": 2},
+     {"labels": "clip", "captions": "random", "segment": True}],
 )  # fmt: skip
 def test_the_three_readers_give_equal_seeded_results(dataset_dir, data_dir_root, args):
     seed, args = 11, {"mode": "random", **args}  # clip_dataset's evaluation default: "center"
@@ -172,3 +173,18 @@ def _strings(value):
 def _shown(clips: np.ndarray) -> list[int]:
     """The frame indices a clip (or its views) shows."""
     return [videos.frame_index(frame) for frame in clips.reshape(-1, *clips.shape[-3:])]
+
+
+def test_segment_clips_are_sampled_within_a_segment_drawn_at_random(dataset_dir):
+    drawn = set()
+    for seed in range(30):
+        source = ClipSource(dataset_dir=dataset_dir, seed=seed, segment=True, labels="clip", **CLIP)
+        whole, span = sorted(source, key=lambda e: e["span_start"])
+        shown = [videos.frame_index(frame) / FPS for frame in whole["video"]]
+        inside = [(n, s, e) for n, s, e in SEGMENTS if all(s <= t < e for t in shown)]
+        assert inside, (seed, shown)  # (looped frames stay inside too)
+        drawn.update(name for name, _, _ in inside)
+        got = {CLASSES[i] for i in np.flatnonzero(whole["labels"])}
+        assert {name for name, _, _ in inside} <= got
+        assert {CLASSES[i] for i in np.flatnonzero(span["labels"])} == {"walk"}  # no segments
+    assert drawn == {name for name, _, _ in SEGMENTS}

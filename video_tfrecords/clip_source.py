@@ -94,6 +94,7 @@ class ClipSource:
         audio: bool = ClipSpec.audio,
         labels: str = ClipSpec.labels,
         captions: str | None = ClipSpec.captions,
+        segment: bool = ClipSpec.segment,
     ):
         self.spec = ClipSpec.from_arguments(locals())
         if dataset_dir is None:
@@ -223,11 +224,18 @@ class ClipSource:
     def _example(self, stored: StoredExample, seed, out=None, audio_out=None) -> dict:
         """The output dict of one record: the sampled clip and the scalar features; with
         stored annotations, the clip's labels and caption(s) (`clips.labels.annotate`)."""
-        if stored.annotations is not None and seed is None and self.spec.seed is None:
+        annotated = stored.annotations is not None
+        if annotated and seed is None and self.spec.seed is None:
             seed = keys.fresh_seed()  # one draw for the clip and its annotations
+        frames, inputs, first, key = stored.frames, stored.inputs, 0, None
+        if annotated:  # the whole example's key: the segment's and the captions' draws
+            fingerprint = inputs.get("fingerprint")
+            key = clip_key(backends.NP_OPS, self.spec, frames, seed, fingerprint)
+        if annotated and self.spec.segment and "segment_start" in stored.annotations:
+            frames, inputs, first = self._in_segment(stored, key)
         try:
             video = decode_np.sample_np(
-                self.spec, stored.frames, seed, out=out, audio_out=audio_out, **stored.inputs
+                self.spec, frames, seed, out=out, audio_out=audio_out, **inputs
             )
         except CorruptRecordError:
             raise  # names the video and its file already
@@ -236,19 +244,26 @@ class ClipSource:
         example = {"label": stored.label, "filename": stored.filename}
         if self.spec.audio:
             video, example["audio"] = video
-        if stored.annotations is not None:
-            example.update(self._annotations(stored, seed))
+        if annotated:
+            planned = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
+            plan = decode_np.plan_np(self.spec, frames, seed, **planned)
+            indices = np.where(plan["indices"] >= 0, plan["indices"] + first, -1)
+            times = stored.annotations["timestamps"]
+            found = labels.annotate(self.spec, stored.annotations, indices, times, key)
+            example.update({k: v if k == "labels" else _text(v) for k, v in found.items()})
         return {"video": video, **example, **stored.scalars}
 
-    def _annotations(self, stored: StoredExample, seed) -> dict:
-        """The clip's "labels" (multi-hot) and "caption(s)" (str), from the plan of its clip."""
-        inputs = {k: v for k, v in stored.inputs.items() if k not in ("audio", "audio_rate")}
-        plan = decode_np.plan_np(self.spec, stored.frames, seed, **inputs)
-        fingerprint = inputs.get("fingerprint")
-        key = clip_key(backends.NP_OPS, self.spec, stored.frames, seed, fingerprint)
-        times = stored.annotations["timestamps"]
-        found = labels.annotate(self.spec, stored.annotations, plan["indices"], times, key)
-        return {name: value if name == "labels" else _text(value) for name, value in found.items()}
+    def _in_segment(self, stored: StoredExample, key) -> tuple:
+        """(frames, clip inputs, first frame) of the segment a `segment=True` clip is drawn
+        in (`labels.segment_range`); the frames' fingerprint is then theirs, hashed."""
+        notes = stored.annotations
+        first, stop = labels.segment_range(
+            notes["timestamps"], notes["segment_start"], notes["segment_end"], key
+        )
+        inputs = {k: v for k, v in stored.inputs.items() if k != "fingerprint"}
+        if inputs.get("timestamps") is not None:
+            inputs["timestamps"] = inputs["timestamps"][first:stop]
+        return labels.FrameRange(stored.frames, first, stop), inputs, first
 
     def index_all(self) -> ClipSource:
         """Indexes every TFRecord shard now, so that pickled copies (workers) need not.

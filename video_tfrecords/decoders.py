@@ -107,6 +107,7 @@ class ClipDecoder(tfds.decode.Decoder):
         audio: bool = ClipSpec.audio,
         labels: str = ClipSpec.labels,
         captions: str | None = ClipSpec.captions,
+        segment: bool = ClipSpec.segment,
     ):
         super().__init__()
         self.spec = ClipSpec.from_arguments(locals())
@@ -199,18 +200,37 @@ class ClipDecoder(tfds.decode.Decoder):
         if annotated and seed is None and self.spec.seed is None:
             seed = keys.fresh_seed(backends.tf_ops())  # one draw for the clip and its labels
         inputs = {arg: example.get(name) for arg, name in schema.clip_inputs(self.spec).items()}
-        clip = self.sample(example[schema.VIDEO], seed, **inputs)
+        frames, first, stored = example[schema.VIDEO], 0, {}
         if annotated:
-            example.update(self._annotations(example, seed, inputs, num_classes))
+            stored = self._stored_annotations(example, num_classes)
+            key = labels_tf.example_key(self.spec, frames, seed, example.get(schema.FINGERPRINT))
+        if annotated and self.spec.segment and "segment_start" in stored:
+            times = example[schema.TIMESTAMPS]
+            first, stop = labels_tf.segment_range_tf(
+                times, stored["segment_start"], stored["segment_end"], key
+            )
+            frames = frames[first:stop]
+            if inputs.get("timestamps") is not None:
+                inputs["timestamps"] = inputs["timestamps"][first:stop]
+        clip = self.sample(frames, seed, **inputs)
+        if annotated:
+            plan_inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
+            times = example[schema.TIMESTAMPS]
+            example.update(
+                labels_tf.annotate_tf(
+                    self.spec, frames, seed, stored, times, num_classes, key=key, first=first,
+                    **plan_inputs,
+                )
+            )  # fmt: skip
         if self.spec.audio:
             example[schema.VIDEO], example[schema.AUDIO] = clip
         else:
             example[schema.VIDEO] = clip
         return example
 
-    def _annotations(self, example: dict, seed, inputs: dict, num_classes) -> dict:
-        """The clip's labels and caption(s) (`labels_tf.annotate_tf`), replacing the stored
-        "labels", "label_segments" and "captions"."""
+    def _stored_annotations(self, example: dict, num_classes) -> dict:
+        """The stored labels, segments and captions (`labels.annotate`'s names), taken out of
+        the example: the clip's own replace them."""
         stored = {}
         if schema.LABELS in example:
             if num_classes is None:
@@ -226,11 +246,7 @@ class ClipDecoder(tfds.decode.Decoder):
         if schema.CAPTIONS in example:
             captions = example.pop(schema.CAPTIONS)
             stored.update(text=captions["text"], start=captions["start"], end=captions["end"])
-        plan_inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
-        return labels_tf.annotate_tf(
-            self.spec, example[schema.VIDEO], seed, stored, example[schema.TIMESTAMPS],
-            num_classes, fingerprint=example.get(schema.FINGERPRINT), **plan_inputs,
-        )  # fmt: skip
+        return stored
 
     # -- sampling ----------------------------------------------------------------
 

@@ -97,6 +97,7 @@ def clip_dataset(
     audio: bool = ClipSpec.audio,
     labels: str = ClipSpec.labels,
     captions: str | None = ClipSpec.captions,
+    segment: bool = ClipSpec.segment,
 ) -> tf.data.Dataset:
     """A batched `(clip, label)` dataset for training or evaluation.
 
@@ -142,7 +143,7 @@ def clip_dataset(
             of the split. Overrides shard_index / num_shards.
         shard_index, num_shards: read only this contiguous, disjoint part of the
             split (one per host), as `ClipSource` does.
-        stride, mode, ..., audio, labels, captions: the clip: `ClipSpec`'s arguments (documented
+        stride, mode, ..., labels, captions, segment: the clip: `ClipSpec`'s arguments (documented
             there, with its defaults), but `mode` and `crop` default by `training`
             ("random", else "center"); the clips' seed is `seed`'s, per epoch.
 

@@ -25,8 +25,8 @@ from video_tfrecords.clips import keys
 from video_tfrecords.clips.backends import NP_OPS
 
 __all__ = [
-    "ANNOTATION_INPUTS", "CAPTION_COUNTER", "annotate", "caption_mode", "clip_captions",
-    "clip_labels", "view_spans",
+    "ANNOTATION_INPUTS", "CAPTION_COUNTER", "FrameRange", "annotate", "caption_mode",
+    "clip_captions", "clip_labels", "segment_range", "view_spans",
 ]  # fmt: skip
 
 # What `annotate` reads, by kind: stored multi-labels (ids and timed segments), captions.
@@ -34,8 +34,10 @@ ANNOTATION_INPUTS = {
     "labels": ("labels", "segment_label", "segment_start", "segment_end"),
     "captions": ("text", "start", "end"),
 }
-# The key's counters for the caption draws (one per view, + view): clear of keys' others.
+# The key's counters for the caption draws (one per view, + view) and the segment a clip is
+# sampled in: clear of keys' others.
 CAPTION_COUNTER = 2**34
+SEGMENT_COUNTER = 2**35
 
 
 def caption_mode(spec) -> str:
@@ -135,3 +137,35 @@ def annotate(spec, stored: dict, indices, timestamps, key) -> dict:
         )  # fmt: skip
         out["caption" if mode == "random" else "captions"] = single(chosen)
     return out
+
+
+def segment_range(timestamps, segment_start, segment_end, key) -> tuple[int, int]:
+    """[first, stop) of the stored frames a `segment=True` clip is sampled in: those timed in
+    one of the segments, drawn with `key` (a uint64); all of them without segments, or when
+    the drawn one holds no frame."""
+    times = np.asarray(timestamps, np.float32)
+    starts = np.asarray(segment_start, np.float32).reshape(-1)
+    ends = np.asarray(segment_end, np.float32).reshape(-1)
+    if not len(starts):
+        return 0, len(times)
+    drawn = int(keys.randint(NP_OPS, np.uint64(key), SEGMENT_COUNTER, len(starts)))
+    first = int(np.searchsorted(times, starts[drawn] - np.float32(1e-6)))
+    stop = int(np.searchsorted(times, ends[drawn] - np.float32(1e-6)))
+    return (first, stop) if stop > first else (0, len(times))
+
+
+class FrameRange:
+    """Frames `first` to `stop` of a sequence of frames, indexed from 0 (negative: from its end)."""
+
+    def __init__(self, frames, first: int, stop: int):
+        self.frames, self.first, self.stop = frames, first, stop
+
+    def __len__(self) -> int:
+        return self.stop - self.first
+
+    def __getitem__(self, index: int):
+        length = len(self)
+        index = index + length if index < 0 else index
+        if not 0 <= index < length:
+            raise IndexError(f"frame {index} of {length}")
+        return self.frames[self.first + index]

@@ -200,6 +200,9 @@ class ClipSpec:
             with the clip's key (seeded: the same on every reader), among those
             overlapping the clip (timed ones) or all (untimed); "all", every such
             caption. None: "random" for modes "random" and "segments", else "all".
+        segment: on datasets built with label segments: sample each clip within
+            one of the example's segments, drawn with the clip's key (the whole
+            example when it has none, or its segment holds no frame). No audio.
     """
 
     num_frames: int
@@ -220,6 +223,7 @@ class ClipSpec:
     audio: bool = False
     labels: str = "video"
     captions: str | None = None
+    segment: bool = False
 
     def __post_init__(self):
         checked = {
@@ -269,6 +273,11 @@ class ClipSpec:
             )
         checked["audio"] = _check_audio(self.audio, checked["mode"], checked["stride"])
         checked["labels"] = _check_choice("labels", self.labels, ("video", "clip"))
+        if not isinstance(self.segment, (bool, np.bool_)):
+            raise ValueError(f"segment must be a bool, got {self.segment!r}.")  # noqa: TRY004
+        if self.segment and checked["audio"]:
+            raise ValueError("segment=True cuts no audio: use one of segment and audio.")
+        checked["segment"] = bool(self.segment)
         if self.captions is not None:
             checked["captions"] = _check_choice("captions", self.captions, ("random", "all"))
         for name, value in checked.items():
