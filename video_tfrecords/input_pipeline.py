@@ -213,6 +213,7 @@ def clip_dataset(
         if audio_shape is not None:
             arrays[1].set_shape([*batch, *audio_shape])
         named = dict(zip(["audio"] * bool(audio_shape) + ["label", *extra], arrays[1:]))
+        named["label"].set_shape(batch)
         for key, shape in extra.items():
             named[key].set_shape([*batch, *shape])
         label = named.pop("label")
