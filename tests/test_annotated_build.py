@@ -133,3 +133,24 @@ def test_a_build_from_text_manifests_keeps_the_features_it_had(tmp_path):
     assert not before & {schema.LABELS, schema.CAPTIONS, schema.SPAN_START}
     (example,) = tfds.as_numpy(builder.as_dataset("test"))
     assert example["label"] == 0 and len(example["video"]) == 5
+
+
+def test_a_spark_build_stores_the_same_annotations(manual_dir, annotated, tmp_path):
+    from video_tfrecords import spark_build
+
+    session = spark_build.session("local[2]")
+    try:
+        config = VideoConfig(name="annotated", num_workers=1, short_side=None)
+        spark_build.build(session, str(manual_dir), str(tmp_path / "spark"), config)
+    finally:
+        session.stop()
+    spark = tfds.builder("video_tfrecords/annotated", data_dir=str(tmp_path / "spark"))
+    assert spark.info.features[schema.LABELS].feature.names == ["close", "open"]
+    assert spark.info.metadata["notes"] == annotated.info.metadata["notes"]
+    for split in ("train", "test"):
+        got, want = by_key(spark, split), by_key(annotated, split)
+        assert sorted(got) == sorted(want)
+        for key, example in want.items():
+            for name in ("labels", "span_start", "span_end", "timestamps"):
+                np.testing.assert_array_equal(got[key][name], example[name])
+            assert got[key]["captions"]["text"].tolist() == example["captions"]["text"].tolist()
