@@ -188,3 +188,11 @@ def test_segment_clips_are_sampled_within_a_segment_drawn_at_random(dataset_dir)
         assert {name for name, _, _ in inside} <= got
         assert {CLASSES[i] for i in np.flatnonzero(span["labels"])} == {"walk"}  # no segments
     assert drawn == {name for name, _, _ in SEGMENTS}
+
+
+def test_plan_draws_the_segment_clip_it_gives(dataset_dir):
+    source = ClipSource(dataset_dir=dataset_dir, seed=5, segment=True, **CLIP)
+    for index in range(len(source)):
+        shown = [videos.frame_index(frame) for frame in source[index]["video"]]
+        start = round(source[index]["span_start"] * FPS)  # the span's frame 0
+        assert [start + i for i in source.plan(index)["indices"][0]] == shown

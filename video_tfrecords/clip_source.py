@@ -214,8 +214,15 @@ class ClipSource:
         record_index, epoch = self._locate(index)
         seed = self._epoch_seed(epoch)
         stored = self._stored(record_index, seed)
-        inputs = {k: v for k, v in stored.inputs.items() if k not in ("audio", "audio_rate")}
-        return decode_np.plan_np(self.spec, stored.frames, seed, boxes=True, **inputs)
+        frames, inputs, first = stored.frames, stored.inputs, 0
+        notes = stored.annotations
+        if self.spec.segment and notes is not None and "segment_start" in notes:
+            key = clip_key(backends.NP_OPS, self.spec, frames, seed, inputs.get("fingerprint"))
+            frames, inputs, first = self._in_segment(stored, key)
+        inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
+        plan = decode_np.plan_np(self.spec, frames, seed, boxes=True, **inputs)
+        plan["indices"] = np.where(plan["indices"] >= 0, plan["indices"] + first, -1)
+        return plan
 
     def _stored(self, record_index: int, seed) -> StoredExample:
         record = self.examples.read(record_index)
