@@ -12,7 +12,9 @@ import warnings
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HEAVY = ["tensorflow", "av", "video_tfrecords.video_tfrecords_dataset_builder"]
+HEAVY = [
+    "tensorflow", "tensorflow_datasets", "av", "video_tfrecords.video_tfrecords_dataset_builder"
+]
 
 
 def fresh(code: str) -> dict:
@@ -41,7 +43,7 @@ def loaded_after(statement: str) -> list[str]:
         "import video_tfrecords; video_tfrecords.ClipSpec; video_tfrecords.fold_in",
     ],
 )
-def test_a_reader_without_tensorflow_loads_neither_tf_pyav_nor_the_builder(statement):
+def test_a_reader_without_tensorflow_loads_neither_tf_tfds_pyav_nor_the_builder(statement):
     assert loaded_after(statement) == []
 
 

@@ -2,13 +2,18 @@
 and which features a clip reads. A new stored field is added here; the build and every reader
 follow (`features`, `clip_inputs`).
 
-Imports no TensorFlow: `features` builds TFDS's feature objects, which load it only to read.
+Imports neither TensorFlow nor TFDS: `features` imports TFDS to build its feature objects (which
+load TensorFlow only to read), so a reader that only names features loads neither.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import tensorflow_datasets as tfds
+
+if TYPE_CHECKING:
+    import tensorflow_datasets as tfds
 
 __all__ = [
     "DATASET_NAME",
@@ -66,6 +71,8 @@ ANNOTATIONS = {
 
 
 def _scalar(dtype, doc: str) -> tfds.features.Scalar:
+    import tensorflow_datasets as tfds
+
     return tfds.features.Scalar(dtype, doc=doc)
 
 
@@ -80,6 +87,8 @@ def _audio_features(config) -> dict:
     in TFDS 4.9.10 it hands an array to the writer unencoded, so it can store int16 only
     as an int64 list.
     """
+    import tensorflow_datasets as tfds
+
     if config.audio_rate is None:
         return {}
     return {
@@ -97,6 +106,8 @@ def _audio_features(config) -> dict:
 
 def _timed(**more) -> tfds.features.Sequence:
     """A list of things with a `start` and an `end` in seconds on the frames' clock."""
+    import tensorflow_datasets as tfds
+
     doc = "Seconds on the clock of `timestamps`."
     seconds = {key: _scalar(np.float32, doc) for key in ("start", "end")}
     return tfds.features.Sequence({**more, **seconds})
@@ -104,6 +115,8 @@ def _timed(**more) -> tfds.features.Sequence:
 
 def _annotation_features(kinds) -> dict:
     """The features of the annotation `kinds` a build's manifests give (`ANNOTATIONS`)."""
+    import tensorflow_datasets as tfds
+
     found = {}
     if SPANS_KIND in kinds:
         found[SPAN_START] = _scalar(
@@ -133,6 +146,8 @@ def annotation_kinds(names) -> frozenset[str]:
 def features(config, kinds=frozenset()) -> tfds.features.FeaturesDict:
     """The stored features of a dataset built with `config` (a `VideoConfig`) from manifests
     that give the annotation `kinds` (`ANNOTATIONS`; none for text manifests)."""
+    import tensorflow_datasets as tfds  # here: a reader that only names features never loads it
+
     size = config.size
     frame_shape = (None, *size, 3) if size else (None, None, None, 3)
     return tfds.features.FeaturesDict(
