@@ -100,7 +100,8 @@ def video_config(config: str | config_lib.VideoConfig) -> config_lib.VideoConfig
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(
         prog="python -m video_tfrecords.spark_build",
-        description="Build a video_tfrecords dataset on Spark.",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--manual_dir", required=True, help="the folder of the manifests")
     parser.add_argument(
