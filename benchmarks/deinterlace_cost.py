@@ -49,8 +49,8 @@ def build_work(path: str, config: VideoConfig) -> tuple[list[bytes], int]:
     entry = manifest.Entry("train.txt", 1, os.path.basename(path), "a")
     task = encoding.Task("train", entry, 0, path, config, "unused")
     examples = []
-    fields = encoding.encode_video(task, examples.append)["fields"]
-    return [jpeg for example in examples for jpeg in example["video"]], fields["source_num_frames"]
+    (whole,) = encoding.encode_video(task, examples.append)["parts"]
+    return [jpeg for example in examples for jpeg in example["video"]], whole["source_num_frames"]
 
 
 def main() -> None:

@@ -26,6 +26,8 @@ BENCHMARKS = {  # name: script
     "spark": "spark_scaling.py",
     "audio": "audio_cost.py",
     "manifest_scan": "manifest_scan.py",
+    "imports": "import_cost.py",
+    "span": "span_cost.py",
     "rebuild": "rebuild.py",
 }
 

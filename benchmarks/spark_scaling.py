@@ -54,10 +54,12 @@ def child_floor(workers: int, manual_dir: str, data_dir: str) -> None:
     import tensorflow_datasets as tfds
 
     from video_tfrecords.ingest import encoding
+    from video_tfrecords.ingest.run import BuildRun
     from video_tfrecords.spark_build import video_config
 
     builder = tfds.builder("video_tfrecords", config=video_config(CONFIG), data_dir=data_dir)
-    tasks = builder.plan(manual_dir, os.path.join(data_dir, "downloads"), decoder_threads=1)
+    run = BuildRun(builder.info, builder.builder_config)
+    tasks = run.plan(manual_dir, os.path.join(data_dir, "downloads"), decoder_threads=1)
     every = [task for split_tasks in tasks.values() for task in split_tasks]
     context = multiprocessing.get_context("spawn")
     with context.Pool(workers, initializer=encoding.init_worker) as pool:
@@ -93,6 +95,7 @@ def planning_seconds(out: str, lines: int) -> tuple[float, float, int]:
     import tensorflow_datasets as tfds
 
     from video_tfrecords.engines import distributed
+    from video_tfrecords.ingest.run import BuildRun
     from video_tfrecords.spark_build import video_config
 
     manual_dir = os.path.join(out, f"plan_{lines}")
@@ -103,7 +106,8 @@ def planning_seconds(out: str, lines: int) -> tuple[float, float, int]:
         "video_tfrecords", config=video_config(CONFIG), data_dir=os.path.join(out, "plan_data")
     )
     start = time.perf_counter()
-    _, groups = distributed.plan(builder, manual_dir, os.path.join(out, "plan_data"), cores=800)
+    run = BuildRun(builder.info, builder.builder_config)
+    _, groups = distributed.plan(run, manual_dir, os.path.join(out, "plan_data"), cores=800)
     planned = time.perf_counter()
     shipped = len(pickle.dumps(groups, protocol=pickle.HIGHEST_PROTOCOL))
     pickled = time.perf_counter()

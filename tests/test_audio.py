@@ -23,7 +23,7 @@ import tensorflow_datasets as tfds
 
 import videos
 from video_tfrecords import ClipDecoder, ClipSource, ClipSpec, VideoConfig, clip_dataset, config
-from video_tfrecords.ingest import encoding, manifest, video_io
+from video_tfrecords.ingest import encoding, manifest, span_writer, video_io
 
 FPS = 25
 # Frames that flash (after the audio starts at 0.5 s = frame 12.5), 6 to 13 frames apart.
@@ -187,7 +187,7 @@ def test_an_examples_audio_counts_toward_its_size_limit(manual_dir, monkeypatch)
     (example,), _ = encoded(manual_dir / "tones.mp4", num_frames=10)
     jpeg_bytes = sum(len(frame) for frame in example["video"])
     assert jpeg_bytes < 100_000 < jpeg_bytes + example["audio"].nbytes
-    monkeypatch.setattr(encoding, "MAX_EXAMPLE_BYTES", 100_000)
+    monkeypatch.setattr(span_writer, "MAX_EXAMPLE_BYTES", 100_000)
     with pytest.raises(video_io.VideoError, match="frames and audio would go over"):
         encoded(manual_dir / "tones.mp4", num_frames=10)
 

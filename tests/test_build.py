@@ -11,7 +11,7 @@ import tensorflow_datasets as tfds
 import synthetic
 from conftest import opencv_frames, psnr
 from video_tfrecords import VideoConfig
-from video_tfrecords.ingest import encoding as build_examples
+from video_tfrecords.ingest import span_writer
 from video_tfrecords.video_tfrecords_dataset_builder import VideoBuildError
 
 
@@ -213,7 +213,7 @@ def test_truncated_video_is_kept_and_noted(manual_dir, tmp_path):
 
 
 def test_examples_too_big_for_protobuf_are_refused_clearly(manual_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr(build_examples, "MAX_EXAMPLE_BYTES", 2000)  # stands in for 1 GiB
+    monkeypatch.setattr(span_writer, "MAX_EXAMPLE_BYTES", 2000)  # stands in for 1 GiB
     (manual_dir / "train.txt").write_text("v0.mp4 walking\nv2.mp4 walking\n")
     builder = build(manual_dir, tmp_path / "data", short_side=None)
     reasons = {s["path"]: s["reason"] for s in builder.info.metadata["skipped"]}

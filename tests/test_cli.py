@@ -121,6 +121,34 @@ def test_a_build_that_skips_a_video_exits_0_and_ends_with_a_summary(tmp_path):
     assert f"info.metadata['skipped'] and ['notes'] ({info})" in result.stdout
     (skipped,) = json.loads(info.read_text())["skipped"]  # where the summary points
     assert skipped["path"] == "videos/broken.mp4" and skipped["reason"].startswith("not a video")
+    # The summary is the last thing printed (after TFDS's dataset info).
+    last = result.stdout.rstrip().splitlines()
+    assert last[-5].startswith("video_tfrecords/default/") and last[-1].startswith("  Why each")
+    # One bar a split, of the videos its manifest lists; TFDS's own bars are off.
+    for split, listed in (("train", 4), ("validation", 2), ("test", 1)):
+        assert re.search(rf"{split} videos: 100%\S* *\| *{listed}/{listed} ", result.stderr), split
+    assert "Generating splits" not in result.stderr
+
+
+def test_a_manifest_error_is_the_first_thing_printed_not_a_traceback(tmp_path):
+    manual = tmp_path / "manual"
+    shutil.copytree(REPO / "dummy_data", manual)
+    (manual / "labels.txt").write_text("abseiling\njuggling\nsurfing\n")
+    with open(manual / "val.txt", "a") as f:
+        f.write("videos/train_0.mp4 jugling\n")
+    result = subprocess.run(
+        [TFDS, "build", "video_tfrecords", f"--manual_dir={manual}", f"--data_dir={tmp_path}",
+         "--config=default"],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    ours = [line for line in result.stderr.splitlines() if line.startswith("video_tfrecords: ")]
+    assert ours == [
+        f"video_tfrecords: {manual / 'val.txt'}:4: label 'jugling' is not in labels.txt "
+        "(did you mean 'juggling'?)",
+        "video_tfrecords: 1 problem(s) in the manifests: fix them and run again.",
+    ]
+    assert not list(tmp_path.glob("video_tfrecords/default/*/*.tfrecord*"))  # nothing decoded
 
 
 def test_a_misspelt_config_field_is_named_with_its_fix(tmp_path):
@@ -129,8 +157,11 @@ def test_a_misspelt_config_field_is_named_with_its_fix(tmp_path):
          f"--data_dir={tmp_path}", '--config={"name": "x", "shortside": 128}'],
         cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
-    assert result.returncode != 0
-    assert "VideoConfig has no field 'shortside' (did you mean 'short_side'?)" in result.stderr
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    first = next(line for line in result.stderr.splitlines() if line.startswith("video_tfrecords"))
+    assert first.startswith(
+        "video_tfrecords: VideoConfig has no field 'shortside' (did you mean 'short_side'?)"
+    )
 
 
 def test_tfds_build_without_a_manual_dir_says_which_folder_it_wanted(tmp_path):

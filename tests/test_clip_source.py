@@ -690,3 +690,46 @@ def test_recipe_clips_equal_the_tf_path_reading_timestamps(tfrecord, clip_args):
     source = source_of(tfrecord, seed=SEED, **clip_args)
     for example in all_examples(source):
         np.testing.assert_array_equal(example["video"], expected[example["filename"]])
+
+
+def test_plan_names_the_frames_and_boxes_the_clip_is_cut_from(tfrecord):
+    """`ClipSource.plan(i)`: the clip `source[i]` is exactly the stored frames at its indices
+    (OpenCV's decode), cut at its boxes and mirrored where it flips."""
+    source = source_of(tfrecord, crop_size=(24, 40), flip=True, seed=SEED)
+    encoded = {
+        e["filename"].decode(): e["video"]
+        for e in tfds.as_numpy(
+            tfrecord.as_dataset(
+                split="train", shuffle_files=False,
+                decoders={"video": tfds.decode.SkipDecoding()},
+            )
+        )
+    }
+    flips = set()
+    for index in range(len(source)):
+        plan, example = source.plan(index), source[index]
+        frames = decode_jpegs(encoded[example["filename"]])
+        assert tuple(plan["frame_size"]) == frames.shape[1:3]
+        ((y, x, h, w),) = plan["boxes"].tolist()
+        assert (h, w) == (24, 40) and (y, x) == tuple(plan["crop_offsets"][0])
+        assert 0 <= y <= frames.shape[1] - h and 0 <= x <= frames.shape[2] - w
+        expected = frames[plan["indices"][0] % len(frames), y : y + h, x : x + w]
+        if plan["flip"][0]:
+            expected = expected[:, :, ::-1]
+        flips.add(bool(plan["flip"][0]))
+        np.testing.assert_array_equal(example["video"], expected)
+    assert flips == {True, False}
+
+
+def test_plan_boxes_after_short_side_map_back_to_the_stored_frame(tfrecord):
+    """With `short_side` the box is drawn in the resized frame: mapped back, it covers the
+    same part of the stored frame (scaled by stored / resized rows and columns)."""
+    source = source_of(tfrecord, short_side=24, crop_size=(16, 16), seed=SEED)
+    for index in range(len(source)):
+        plan = source.plan(index)
+        height, width = plan["frame_size"].tolist()
+        scale_y, scale_x = height / 24, width / round(width * 24 / height)
+        ((y, x, h, w),) = plan["boxes"].tolist()
+        off_y, off_x = plan["crop_offsets"][0].tolist()
+        assert abs(y - off_y * scale_y) <= 0.5 and abs(x - off_x * scale_x) <= 0.5
+        assert abs(h - 16 * scale_y) <= 1 and abs(w - 16 * scale_x) <= 1

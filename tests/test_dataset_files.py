@@ -77,7 +77,8 @@ def test_a_dataset_with_configs_is_found_by_name_and_config(data_dir):
     assert find_dataset_dir(data_dir, "b", name="tiny_config_videos") == expected
     with pytest.raises(FileNotFoundError, match="No prepared config 'a' .* prepared configs: b"):
         find_dataset_dir(data_dir, "a", name="tiny_config_videos")
-    with pytest.raises(FileNotFoundError, match="No prepared config None .* prepared configs: b"):
+    # Without a config: the builder's default ('a', as tfds.load picks), which is not prepared.
+    with pytest.raises(FileNotFoundError, match="No prepared config 'a' .* prepared configs: b"):
         find_dataset_dir(data_dir, name="tiny_config_videos")
     with pytest.raises(FileNotFoundError, match="No version 2.0.0 of tiny_config_videos/b in"):
         find_dataset_dir(data_dir, "b", "2.0.0", name="tiny_config_videos")

@@ -89,7 +89,8 @@ def stored(path, config: VideoConfig) -> tuple[np.ndarray, dict, list[float]]:
     examples = []
     summary = encoding.encode_video(task, examples.append)
     (example,) = examples
-    return decode_jpegs(example["video"]), summary["fields"], list(example["timestamps"])
+    fields = {**summary["fields"], **summary["parts"][0]}  # the video's, and its one span's
+    return decode_jpegs(example["video"]), fields, list(example["timestamps"])
 
 
 def test_the_fixture_is_interlaced_with_field_motion(interlaced):

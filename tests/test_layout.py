@@ -20,6 +20,7 @@ LAYERS = {
     "spark_build": {"video_tfrecords_dataset_builder", "engines", "ingest", "config"},
     "decoders": {"video_tfrecords_dataset_builder", "records", "clips"},
     "input_pipeline": {"clip_source", "records", "clips"},
+    "show": {"clip_source", "records", "clips", "util"},
     "clip_source": {"records", "clips"},
     "make_manifests": {"ingest"},
     "video_tfrecords_dataset_builder": {"engines", "ingest", "config", "records"},

@@ -17,34 +17,14 @@ import pytest
 import tensorflow_datasets as tfds
 
 import synthetic
+from annotation_files import assert_nothing_written, by_path, jsonl, lines, touch, write
 from video_tfrecords import make_manifests
 from video_tfrecords.ingest import manifest
+from video_tfrecords.make_manifests import __main__ as cli
 from video_tfrecords.make_manifests import class_folders, common
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 TFDS = str(pathlib.Path(sys.executable).parent / "tfds")
-
-
-def touch(root, *names):
-    """Empty files under `root` (the converter never opens a video); returns their paths."""
-    paths = []
-    for name in names:
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(b"")
-        paths.append(str(path))
-    return paths
-
-
-def write(root, files, newline="\n"):
-    root.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (root / name).write_bytes(text.replace("\n", newline).encode())
-    return root
-
-
-def lines(out, name):
-    return (out / name).read_text(encoding="utf-8").splitlines()
 
 
 def built_labels(out) -> dict[str, dict[str, str]]:
@@ -65,10 +45,6 @@ def raw_manifest(out, name) -> dict[str, str]:
         assert label.isdigit() and os.path.isabs(path), line
         result[path] = classes[int(label)]
     return result
-
-
-def assert_nothing_written(out):
-    assert not out.exists() or sorted(os.listdir(out)) == []
 
 
 # Kinetics --------------------------------------------------------------------------------
@@ -132,21 +108,63 @@ def test_kinetics_quoted_labels_dash_ids_both_names_folders_and_flat(tmp_path):
     result = make_manifests.kinetics(str(ann), str(videos), str(out))
 
     assert lines(out, "labels.txt") == KINETICS_CLASSES
-    assert raw_manifest(out, "train.txt") == truth_train
+    # train found one untrimmed video (pet00000001.webm): the whole split is JSON Lines, that
+    # example keeps its CSV span, the trimmed ones are whole; val found trimmed files only.
+    train = jsonl(out, "train.jsonl")
+    assert {p: o["label"] for p, o in by_path(train).items()} == truth_train
+    untrimmed = str(videos / "pet00000001.webm")
+    assert by_path(train)[untrimmed] == {
+        "label": "petting animal (not cat)",
+        "start": 0.0,
+        "end": 10.0,
+    }
+    assert all(set(o) == {"label"} for p, o in by_path(train).items() if p != untrimmed)
+    assert train[0]["path"].endswith("-Xa1b2c3d4e_000010_000020.mp4")  # csv order
     assert raw_manifest(out, "val.txt") == truth_val
-    assert built_labels(out) == {"train": truth_train, "validation": truth_val}
-    assert lines(out, "train.txt")[0].endswith("-Xa1b2c3d4e_000010_000020.mp4 0")  # csv order
-    assert not (out / "test.txt").exists()
+    assert built_labels(out) == {"train": truth_train, "validation": truth_val}  # both kinds
+    assert not (out / "train.txt").exists() and not (out / "test.txt").exists()
     assert lines(out, "missing.txt") == [
         f"{ann}/train.csv:5: gone0000001_000001_000011.* or gone0000001.*",
         f"{ann}/validate.csv:3: val00000003_000000_000010.* or val00000003.*",
     ]
     assert result.splits == {"train": 6, "val": 1}
+    assert result.files == {"train": "train.jsonl", "val": "val.txt"}
     assert (result.classes, result.missing, result.unlabeled) == (4, 2, 1)
     assert any("test.csv has no labels" in note for note in result.notes)
     summary = result.summary()
-    for text in ("train: 6 videos", "val: 1 videos", "classes: 4", "missing: 2", "unlabeled: 1"):
+    for text in ("train: 6 examples (6 videos, 1 spans) -> train.jsonl", "val: 1 videos -> val.txt",
+                 "classes: 4", "missing: 2", "unlabeled: 1"):  # fmt: skip
         assert text in summary
+
+
+def test_kinetics_untrimmed_video_twice_with_two_spans_is_two_examples(tmp_path):
+    ann = write(
+        tmp_path / "ann",
+        {
+            "train.csv": "label,youtube_id,time_start,time_end,split\n"
+            "x,same0000001,0,10,train\ny,same0000001,20,30,train\n"
+        },
+    )
+    (video,) = touch(tmp_path / "v", "same0000001.mp4")
+    out = tmp_path / "out"
+    make_manifests.kinetics(str(ann), str(tmp_path / "v"), str(out))
+    assert jsonl(out, "train.jsonl") == [
+        {"path": video, "label": "x", "start": 0.0, "end": 10.0},
+        {"path": video, "label": "y", "start": 20.0, "end": 30.0},
+    ]
+
+
+def test_kinetics_no_spans_writes_bare_ids_whole_as_text(tmp_path, capsys):
+    """Mirrors that name the trimmed clips ID.mp4: a CSV span would point past their end."""
+    ann, videos, truth_train, truth_val = kinetics_fixture(tmp_path)
+    out = tmp_path / "out"
+    args = ["--annotations", str(ann), "--videos", str(videos), "--out", str(out)]
+    assert cli.main(["kinetics", *args, "--no-spans"]) == 0
+    assert built_labels(out) == {"train": truth_train, "validation": truth_val}
+    assert not (out / "train.jsonl").exists()
+    with pytest.raises(SystemExit):
+        cli.main(["ucf101", *args, "--no-spans"])
+    assert "--no-spans is for kinetics" in capsys.readouterr().err
 
 
 def test_kinetics_test_csv_with_empty_labels_is_unlabeled(tmp_path):
@@ -164,7 +182,9 @@ def test_kinetics_labelled_test_csv_writes_test(tmp_path):
     (video,) = touch(videos, "t0000000001.mp4")
     out = tmp_path / "out"
     result = make_manifests.kinetics(str(ann), str(videos), str(out))
-    assert raw_manifest(out, "test.txt") == {video: "abseiling"}
+    assert jsonl(out, "test.jsonl") == [
+        {"path": video, "label": "abseiling", "start": 0.0, "end": 10.0}
+    ]
     assert result.unlabeled == 0
 
 
@@ -215,10 +235,10 @@ def test_one_file_for_two_annotations_is_an_error(tmp_path):
         tmp_path / "ann",
         {
             "train.csv": "label,youtube_id,time_start,time_end,split\n"
-            "x,same0000001,0,10,train\ny,same0000001,20,30,train\n"
+            "x,same0000001,0,10,train\ny,same0000001,0,10,train\n"
         },
     )
-    touch(tmp_path / "v", "same0000001.mp4")
+    touch(tmp_path / "v", "same0000001_000000_000010.mp4")
     with pytest.raises(
         make_manifests.AnnotationError, match=r"train.csv:3: .* already the video of .*train.csv:2"
     ):
@@ -245,8 +265,14 @@ def test_rerun_replaces_the_files_and_leaves_no_staging_folder(tmp_path):
     out = tmp_path / "out"
     make_manifests.kinetics(str(ann), str(videos), str(out))
     make_manifests.kinetics(str(ann), str(videos), str(out))
-    assert sorted(os.listdir(out)) == ["labels.txt", "missing.txt", "train.txt", "val.txt"]
-    assert raw_manifest(out, "train.txt") == truth_train
+    assert sorted(os.listdir(out)) == [
+        "dropped.txt",
+        "labels.txt",
+        "missing.txt",
+        "train.jsonl",
+        "val.txt",
+    ]
+    assert {p: o["label"] for p, o in by_path(jsonl(out, "train.jsonl")).items()} == truth_train
 
 
 # UCF101 ----------------------------------------------------------------------------------
@@ -638,9 +664,9 @@ def test_command_line_summary_errors_and_exit_codes(tmp_path):
 
     ok = run("kinetics", "--annotations", str(ann), "--videos", str(videos), "--out", str(out))
     assert ok.returncode == 0, ok.stderr
-    for text in ("train: 6 videos", "val: 1 videos", "classes: 4", "missing: 2", "unlabeled: 1"):
+    for text in ("train: 6 examples", "val: 1 videos", "classes: 4", "missing: 2", "unlabeled: 1"):
         assert text in ok.stdout
-    assert raw_manifest(out, "train.txt")
+    assert jsonl(out, "train.jsonl")
     write(ann, {"train.csv": "label,youtube_id,time_start,time_end,split\nx,y,z,0,train\n"})
     bad = run("kinetics", "--annotations", str(ann), "--videos", str(videos), "--out", str(out))
     assert bad.returncode == 1 and f"{ann}/train.csv:2:" in bad.stderr
@@ -686,7 +712,7 @@ def test_real_videos_converted_then_built_with_tfds(tmp_path):
         [
             ("petting animal (not cat)/-pet0000001_000000_000010.mp4", "petting animal (not cat)"),
             ("abseiling/abs00000001_000004_000014.mp4", "abseiling"),
-            ("abs00000002.mp4", "abseiling"),
+            ("abs00000002_000000_000010.mp4", "abseiling"),  # trimmed: a text manifest
             ("val00000001_000000_000010.mp4", "petting animal (not cat)"),
         ]
     ):

@@ -151,3 +151,21 @@ def test_written_manifest_reads_back_entry_for_entry(tmp_path_factory, lines):
     assert [(e.path, e.label) for e in entries] == lines
     assert dataset.class_names == sorted({lab for _, lab in lines})
     assert all(dataset.class_names[dataset.label_id(e)] == e.label for e in entries)
+
+
+def test_a_label_not_in_labels_txt_suggests_the_nearest_class(tmp_path):
+    write(
+        tmp_path,
+        {
+            "labels.txt": "playing guitar\nabseiling\ncatching fish\n",
+            "train.txt": "a.mp4 playing_guitar\nb.mp4 Abseiling\nc.mp4 cooking\n",
+        },
+    )
+    with pytest.raises(manifest.ManifestError) as error:
+        manifest.read_dataset(tmp_path)
+    train = tmp_path / "train.txt"
+    assert error.value.problems == [
+        f"{train}:1: label 'playing_guitar' is not in labels.txt (did you mean 'playing guitar'?)",
+        f"{train}:2: label 'Abseiling' is not in labels.txt (did you mean 'abseiling'?)",
+        f"{train}:3: label 'cooking' is not in labels.txt",
+    ]

@@ -113,7 +113,7 @@ def change_label(manual):
     text = (manual / "train.txt").read_text().replace("v3.mp4 c1", "v3.mp4 c2")  # a new class
     (manual / "train.txt").write_text(text)
     where = f"{manual / 'train.txt'}:4: videos/v3.mp4"
-    return f"train.txt: 1 line with another label: {where}: label c1 -> c2", {}, 0
+    return f"train.txt: 1 line changed: {where}: label c1 -> c2", {}, 0
 
 
 def replace_video(manual):
@@ -193,7 +193,7 @@ def test_the_record_tells_what_the_dataset_was_built_from(manual, tmp_path):
     assert record["manual_dir"] == str(manual) and record["config"]["short_side"] == 32
     stat = os.stat(manual / "videos" / "v5.mp4")
     assert record["splits"]["validation"]["videos"] == [
-        [1, "videos/v5.mp4", "c0", str(manual / "videos" / "v5.mp4"), stat.st_size,
+        [1, "videos/v5.mp4", "c0", None, str(manual / "videos" / "v5.mp4"), stat.st_size,
          stat.st_mtime_ns]
     ]  # fmt: skip
     source = ClipSource("train", num_frames=2, data_dir=str(data_dir), config=NAME)

@@ -45,9 +45,9 @@ def test_the_record_holds_each_input_as_the_file_system_tells_it(manual, tmp_pat
     assert train["file"] == str(manual / "train.txt")
     assert train["sha256"] == hashlib.sha256(data).hexdigest()
     assert train["lines"] == 7
-    line, path, label, file, size, mtime = train["videos"][2]
+    line, path, label, annotation, file, size, mtime = train["videos"][2]
     stat = os.stat(manual / "videos" / "v2.mp4")
-    assert (line, path, label) == (4, "videos/v2.mp4", "c0")
+    assert (line, path, label, annotation) == (4, "videos/v2.mp4", "c0", None)
     assert (file, size, mtime) == (
         str(manual / "videos" / "v2.mp4"),
         stat.st_size,
@@ -70,7 +70,7 @@ def test_the_record_holds_each_input_as_the_file_system_tells_it(manual, tmp_pat
 def test_a_missing_video_is_recorded_as_missing(manual):
     (manual / "videos" / "v3.mp4").unlink()
     video = record(manual)["splits"]["train"]["videos"][3]
-    assert video[1] == "videos/v3.mp4" and video[4:] == [None, None]
+    assert video[1] == "videos/v3.mp4" and video[5:] == [None, None]
 
 
 def test_same_inputs_and_what_does_not_change_the_examples_are_no_difference(manual):
@@ -118,7 +118,7 @@ def test_a_label_changed_names_its_line_and_both_labels(manual):
     (manual / "train.txt").write_text(text)
     train = str(manual / "train.txt")
     assert provenance.differences(old, record(manual)) == [
-        f"train.txt: 1 line with another label: {train}:6: videos/v4.mp4: label c0 -> c1"
+        f"train.txt: 1 line changed: {train}:6: videos/v4.mp4: label c0 -> c1"
     ]
 
 
@@ -159,7 +159,7 @@ def test_another_manual_dir(manual, tmp_path):
         "train.txt: 6 lines removed (as the build had them): "
         + "; ".join(f"{manual / 'train.txt'}:{i + 2}: videos/v{i}.mp4" for i in range(5))
         + "; ... and 1 more",
-        f"split test: no manifest now (it was {manual / 'test.txt'}, 1 video)",
+        f"split test: no manifest now (it was {manual / 'test.txt'}, 1 line)",
     ]
 
 

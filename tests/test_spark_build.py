@@ -24,6 +24,7 @@ from video_tfrecords import ClipSource, VideoConfig, clip_dataset, spark_build
 from video_tfrecords.engines import distributed, spread
 from video_tfrecords.engines import spark as spark_engine
 from video_tfrecords.ingest import encoding, provenance, shards
+from video_tfrecords.ingest.run import BuildRun
 from video_tfrecords.records.schema import DATASET_VERSION
 
 NAME = "spark_test"
@@ -386,9 +387,7 @@ def test_a_spark_rebuild_refuses_changed_inputs_then_encodes_only_them(
         f"  - train.txt: 1 line removed (as the build had them): {train}:2: v1.mp4\n" in refused()
     )
     train.write_text(train.read_text().replace("v2.mp4 c2", "v2.mp4 c0"))
-    assert f"  - train.txt: 1 line with another label: {train}:2: v2.mp4: label c2 -> c0\n" in (
-        refused()
-    )
+    assert f"  - train.txt: 1 line changed: {train}:2: v2.mp4: label c2 -> c0\n" in (refused())
     synthetic.write_video(str(small / "v3.mp4"), synthetic.moving_frames(5, 48, 64, seed=42))
     os.utime(small / "v3.mp4", ns=(0, os.stat(small / "v3.mp4").st_mtime_ns + 1_000_000_000))
     message = refused()
@@ -434,7 +433,9 @@ def test_a_failed_shard_attempt_leaves_nothing_and_a_retry_commits(manual, tmp_p
     """An attempt that dies mid-shard leaves no file in the dataset folder; the next attempt
     writes the shard whole."""
     builder = tfds.builder("video_tfrecords", data_dir=str(tmp_path), config=VideoConfig(**CONFIG))
-    tasks = builder.plan(manual, tmp_path / "downloads")["validation"]
+    tasks = BuildRun(builder.info, builder.builder_config).plan(manual, tmp_path / "downloads")[
+        "validation"
+    ]
     videos = [(t, encoding.encode(t).entry) for t in tasks]
     folder, attempts = tmp_path / "staging", tmp_path / "attempts"
     folder.mkdir(), attempts.mkdir()
@@ -473,7 +474,9 @@ def test_a_video_whose_task_died_twice_is_skipped_with_a_record(manual, tmp_path
     """A retried task marks each video it starts; a later attempt skips a video still marked,
     as a local build skips a video that killed its worker twice."""
     builder = tfds.builder("video_tfrecords", data_dir=str(tmp_path), config=VideoConfig(**CONFIG))
-    first, second = builder.plan(manual, tmp_path / "downloads")["validation"]
+    first, second = BuildRun(builder.info, builder.builder_config).plan(
+        manual, tmp_path / "downloads"
+    )["validation"]
     distributed._mark(first).parent.mkdir(parents=True)
     distributed._mark(first).write_text("started")  # a retry died on it
     items = [("validation", 0, first), ("validation", 1, second)]
@@ -494,7 +497,9 @@ def test_an_error_in_a_retried_task_is_not_a_death(manual, tmp_path, monkeypatch
     """An exception while a retried task encodes a video (a full disk, say) leaves no mark:
     only a task that dies does, so the next attempt encodes the video again."""
     builder = tfds.builder("video_tfrecords", data_dir=str(tmp_path), config=VideoConfig(**CONFIG))
-    first, _ = builder.plan(manual, tmp_path / "downloads")["validation"]
+    first, _ = BuildRun(builder.info, builder.builder_config).plan(manual, tmp_path / "downloads")[
+        "validation"
+    ]
 
     def full_disk(task):
         raise OSError(28, "No space left on device")
@@ -548,7 +553,9 @@ def test_tasks_never_import_tensorflow(manual, tmp_path, file_format):
         config=VideoConfig(**CONFIG),
         file_format=file_format,
     )
-    tasks = builder.plan(manual, tmp_path / "downloads")["validation"]
+    tasks = BuildRun(builder.info, builder.builder_config).plan(manual, tmp_path / "downloads")[
+        "validation"
+    ]
     items = [("validation", i, task) for i, task in enumerate(tasks)]
     encoded, imported = run_tasks_fresh(distributed.encode_group, [items])
     assert not imported and [e.index for e in encoded] == [0, 1]

@@ -12,8 +12,9 @@ import functools
 
 import numpy as np
 
-from video_tfrecords.clips import decode_np, keys
+from video_tfrecords.clips import backends, decode_np, keys, labels
 from video_tfrecords.clips.epoch_sampler import EpochSampler
+from video_tfrecords.clips.plan import clip_key
 from video_tfrecords.clips.spec import ClipSpec, check_non_negative_int, is_int
 from video_tfrecords.records import dataset_files
 from video_tfrecords.records.checksums import CorruptRecordError
@@ -39,10 +40,10 @@ class ClipSource:
             (TFDS_DATA_DIR, else ~/tensorflow_datasets).
         config: the config's name (or a `VideoConfig`); default "default".
         version: a version folder, e.g. "2.2.0"; default the latest one present.
-        num_frames, stride, mode, crop_size, flip, short_video, seed, **clip_args:
-            the clip, as for `ClipDecoder` (see `ClipSpec`). With a seed, example
-            i always gives the same clip (that of `ClipDecoder(seed=seed)`), until
-            `set_epoch`; without one, every read draws a fresh clip.
+        num_frames, stride, mode, ..., audio: the clip: `ClipSpec`'s arguments,
+            as for `ClipDecoder`. With a seed, example i always gives the same
+            clip (that of `ClipDecoder(seed=seed)`), until `set_epoch`; without
+            one, every read draws a fresh clip.
         shard_index, num_shards: read only the `shard_index`-th of `num_shards`
             contiguous, disjoint parts of the split (one per host or worker);
             `len` and indices are those of the part.
@@ -73,28 +74,29 @@ class ClipSource:
         data_dir=None,
         config=None,
         version: str | None = None,
-        stride=1,
-        mode: str = "random",
-        crop_size=None,
-        flip: bool = False,
-        short_video: str = "loop",
-        seed: int | None = None,
         shard_index: int = 0,
         num_shards: int = 1,
         check_records: bool = False,
         dataset_dir=None,
-        **clip_args,
+        stride: int | tuple[int, int] = ClipSpec.stride,
+        mode: str = ClipSpec.mode,
+        num_clips: int = ClipSpec.num_clips,
+        short_video: str = ClipSpec.short_video,
+        crop_size: tuple[int, int] | None = ClipSpec.crop_size,
+        crop: str = ClipSpec.crop,
+        flip: bool = ClipSpec.flip,
+        seed: int | None = ClipSpec.seed,
+        short_side: int | tuple[int, int] | None = ClipSpec.short_side,
+        fps: float | None = ClipSpec.fps,
+        num_crops: int = ClipSpec.num_crops,
+        crop_area: tuple[float, float] = ClipSpec.crop_area,
+        crop_aspect: tuple[float, float] = ClipSpec.crop_aspect,
+        audio: bool = ClipSpec.audio,
+        labels: str = ClipSpec.labels,
+        captions: str | None = ClipSpec.captions,
+        segment: bool = ClipSpec.segment,
     ):
-        self.spec = ClipSpec(
-            num_frames,
-            stride=stride,
-            mode=mode,
-            crop_size=crop_size,
-            flip=flip,
-            short_video=short_video,
-            seed=seed,
-            **clip_args,
-        )
+        self.spec = ClipSpec.from_arguments(locals())
         if dataset_dir is None:
             dataset_dir = dataset_files.find_dataset_dir(data_dir, config, version)
         self.dataset_dir = str(dataset_dir)
@@ -219,18 +221,35 @@ class ClipSource:
         record_index, epoch = self._locate(index)
         seed = self._epoch_seed(epoch)
         stored = self._stored(record_index, seed)
-        inputs = {k: v for k, v in stored.inputs.items() if k not in ("audio", "audio_rate")}
-        return decode_np.plan_np(self.spec, stored.frames, seed, boxes=True, **inputs)
+        frames, inputs, first = stored.frames, stored.inputs, 0
+        notes = stored.annotations
+        if self.spec.segment and notes is not None and "segment_start" in notes:
+            key = clip_key(backends.NP_OPS, self.spec, frames, seed, inputs.get("fingerprint"))
+            frames, inputs, first = self._in_segment(stored, key)
+        inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
+        plan = decode_np.plan_np(self.spec, frames, seed, boxes=True, **inputs)
+        plan["indices"] = np.where(plan["indices"] >= 0, plan["indices"] + first, -1)
+        return plan
 
     def _stored(self, record_index: int, seed) -> StoredExample:
         record = self.examples.read(record_index)
         return self.examples.interpret(record_index, record, self.spec, seeded=seed is not None)
 
     def _example(self, stored: StoredExample, seed, out=None, audio_out=None) -> dict:
-        """The output dict of one record: the sampled clip and the scalar features."""
+        """The output dict of one record: the sampled clip and the scalar features; with
+        stored annotations, the clip's labels and caption(s) (`clips.labels.annotate`)."""
+        annotated = stored.annotations is not None
+        if annotated and seed is None and self.spec.seed is None:
+            seed = keys.fresh_seed()  # one draw for the clip and its annotations
+        frames, inputs, first, key = stored.frames, stored.inputs, 0, None
+        if annotated:  # the whole example's key: the segment's and the captions' draws
+            fingerprint = inputs.get("fingerprint")
+            key = clip_key(backends.NP_OPS, self.spec, frames, seed, fingerprint)
+        if annotated and self.spec.segment and "segment_start" in stored.annotations:
+            frames, inputs, first = self._in_segment(stored, key)
         try:
             video = decode_np.sample_np(
-                self.spec, stored.frames, seed, out=out, audio_out=audio_out, **stored.inputs
+                self.spec, frames, seed, out=out, audio_out=audio_out, **inputs
             )
         except CorruptRecordError:
             raise  # names the video and its file already
@@ -239,7 +258,26 @@ class ClipSource:
         example = {"label": stored.label, "filename": stored.filename}
         if self.spec.audio:
             video, example["audio"] = video
+        if annotated:
+            planned = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
+            plan = decode_np.plan_np(self.spec, frames, seed, **planned)
+            indices = np.where(plan["indices"] >= 0, plan["indices"] + first, -1)
+            times = stored.annotations["timestamps"]
+            found = labels.annotate(self.spec, stored.annotations, indices, times, key)
+            example.update({k: v if k == "labels" else _text(v) for k, v in found.items()})
         return {"video": video, **example, **stored.scalars}
+
+    def _in_segment(self, stored: StoredExample, key) -> tuple:
+        """(frames, clip inputs, first frame) of the segment a `segment=True` clip is drawn
+        in (`labels.segment_range`); the frames' fingerprint is then theirs, hashed."""
+        notes = stored.annotations
+        first, stop = labels.segment_range(
+            notes["timestamps"], notes["segment_start"], notes["segment_end"], key
+        )
+        inputs = {k: v for k, v in stored.inputs.items() if k != "fingerprint"}
+        if inputs.get("timestamps") is not None:
+            inputs["timestamps"] = inputs["timestamps"][first:stop]
+        return labels.FrameRange(stored.frames, first, stop), inputs, first
 
     def index_all(self) -> ClipSource:
         """Indexes every TFRecord shard now, so that pickled copies (workers) need not.
@@ -254,3 +292,7 @@ class ClipSource:
         """Closes the open files (they reopen on the next read)."""
         self.examples.close()
 
+
+def _text(value):
+    """Captions as str: one, or a list (of lists) of them."""
+    return value.decode("utf-8") if isinstance(value, bytes) else [_text(v) for v in value]

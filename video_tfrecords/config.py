@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
 
 import tensorflow_datasets as tfds
 
@@ -25,6 +26,10 @@ FRAME_FIELDS = (
     "audio_rate",
     "audio_channels",
 )
+
+
+class ConfigError(ValueError):
+    """A `VideoConfig` field that does not exist or holds a value it cannot take."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -92,13 +97,13 @@ class VideoConfig(tfds.core.BuilderConfig):
         """Refuses an unknown field by name, with the nearest valid one (a typo's fix)."""
         unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(cls)})
         if unknown:
-            raise ValueError(_unknown_fields(cls, unknown))
+            raise ConfigError(_unknown_fields(cls, unknown))
         return super().__new__(cls)
 
     def __post_init__(self):
         problems = _problems(self)
         if problems:
-            raise ValueError(f"VideoConfig {self.name!r}: " + "; ".join(problems))
+            raise ConfigError(f"VideoConfig {self.name!r}: " + "; ".join(problems))
         if self.size is not None:
             self.size = tuple(int(s) for s in self.size)  # JSON gives lists
         if self.version is None:
@@ -107,6 +112,13 @@ class VideoConfig(tfds.core.BuilderConfig):
     def frame_fields(self) -> dict:
         """The fields that decide the stored frames (the cache key's part of the config)."""
         return {field: getattr(self, field) for field in FRAME_FIELDS}
+
+
+# `__new__` takes (*args, **fields) to name an unknown field; `help()` and editors show the
+# dataclass's own fields instead.
+VideoConfig.__signature__ = inspect.signature(VideoConfig.__init__).replace(
+    parameters=list(inspect.signature(VideoConfig.__init__).parameters.values())[1:]
+)
 
 
 def _is_size(value) -> bool:

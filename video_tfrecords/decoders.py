@@ -27,13 +27,12 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from video_tfrecords.clips import decode_np, decode_tf
-from video_tfrecords.clips.spec import ClipSpec
-from video_tfrecords.records import schema
-
 # A process that decodes with TFDS asks it for the dataset by name: register the builder, whose
 # `_should_cache_ds` keeps TFDS from caching clips once decoded (they would repeat each epoch).
 from video_tfrecords import video_tfrecords_dataset_builder  # noqa: F401  (registers it)
+from video_tfrecords.clips import backends, decode_np, decode_tf, keys, labels_tf
+from video_tfrecords.clips.spec import ClipSpec
+from video_tfrecords.records import schema
 
 __all__ = ["ClipDecoder", "EncodedFrames"]
 
@@ -73,10 +72,8 @@ class ClipDecoder(tfds.decode.Decoder):
     """Decodes a clip (or several) out of a video of JPEG frames, decoding only those frames.
 
     Use it on a `tfds.features.Video(..., encoding_format="jpeg")` feature.
-    `ClipDecoder(num_frames, **args)` takes the arguments of `ClipSpec`
-    (stride, mode, num_clips, short_video, crop_size, crop, flip, seed,
-    short_side, fps, num_crops) and exposes them as attributes
-    (`decoder.num_frames`, ...).
+    Its arguments are `ClipSpec`'s (documented there, with the same defaults),
+    exposed as attributes (`decoder.num_frames`, ...).
 
     Output: uint8 [T, H, W, 3], or [num_clips * num_crops, T, H, W, 3] with
     several views (clip-major); static T, crop size and channels (and frame
@@ -90,9 +87,30 @@ class ClipDecoder(tfds.decode.Decoder):
         ds = ds.map(ClipDecoder(16, fps=30, audio=True).decode_features)
     """
 
-    def __init__(self, num_frames: int, **clip_args):
+    def __init__(
+        self,
+        num_frames: int,
+        *,
+        stride: int | tuple[int, int] = ClipSpec.stride,
+        mode: str = ClipSpec.mode,
+        num_clips: int = ClipSpec.num_clips,
+        short_video: str = ClipSpec.short_video,
+        crop_size: tuple[int, int] | None = ClipSpec.crop_size,
+        crop: str = ClipSpec.crop,
+        flip: bool = ClipSpec.flip,
+        seed: int | None = ClipSpec.seed,
+        short_side: int | tuple[int, int] | None = ClipSpec.short_side,
+        fps: float | None = ClipSpec.fps,
+        num_crops: int = ClipSpec.num_crops,
+        crop_area: tuple[float, float] = ClipSpec.crop_area,
+        crop_aspect: tuple[float, float] = ClipSpec.crop_aspect,
+        audio: bool = ClipSpec.audio,
+        labels: str = ClipSpec.labels,
+        captions: str | None = ClipSpec.captions,
+        segment: bool = ClipSpec.segment,
+    ):
         super().__init__()
-        self.spec = ClipSpec(num_frames, **clip_args)
+        self.spec = ClipSpec.from_arguments(locals())
 
     def __getattr__(self, name):
         if name in _SPEC_NAMES:
@@ -160,12 +178,17 @@ class ClipDecoder(tfds.decode.Decoder):
         return self.sample_np(serialized_example)
 
     @_no_autograph
-    def decode_features(self, example: dict, seed=None) -> dict:
+    def decode_features(self, example: dict, seed=None, *, num_classes: int | None = None) -> dict:
         """An example (loaded with the video undecoded) with its "video" replaced by the clip.
 
         Reads "timestamps" (else "fps") for `fps` and `audio`, and names the video by its
         "filename" in errors. With `audio`, "audio" (int16 [N, C], as `tfds.load` gives
         it) is replaced by the clip's window: float32 [S, C] or [num_views, S, C].
+        On a dataset with several labels (2.4.0 on), "labels" becomes the clip's float32
+        multi-hot vector over `num_classes` (`info.features["labels"].feature.num_classes`),
+        as the spec's `labels` says, and "label_segments" goes; with captions, "captions"
+        becomes the clip's "caption" (tf.string, captions="random") or "captions" (all of
+        them; with several views, [views, most] padded with ""), as `ClipSource` gives.
         """
         example = dict(example)
         if self.spec.audio and schema.AUDIO not in example:
@@ -173,13 +196,57 @@ class ClipDecoder(tfds.decode.Decoder):
                 "ClipDecoder(audio=True) needs examples with an 'audio' feature: a dataset "
                 "built with VideoConfig(audio_rate=...)."
             )
+        annotated = schema.LABELS in example or schema.CAPTIONS in example
+        if annotated and seed is None and self.spec.seed is None:
+            seed = keys.fresh_seed(backends.tf_ops())  # one draw for the clip and its labels
         inputs = {arg: example.get(name) for arg, name in schema.clip_inputs(self.spec).items()}
-        clip = self.sample(example[schema.VIDEO], seed, **inputs)
+        frames, first, stored = example[schema.VIDEO], 0, {}
+        if annotated:
+            stored = self._stored_annotations(example, num_classes)
+            key = labels_tf.example_key(self.spec, frames, seed, example.get(schema.FINGERPRINT))
+        if annotated and self.spec.segment and "segment_start" in stored:
+            times = example[schema.TIMESTAMPS]
+            first, stop = labels_tf.segment_range_tf(
+                times, stored["segment_start"], stored["segment_end"], key
+            )
+            frames = frames[first:stop]
+            if inputs.get("timestamps") is not None:
+                inputs["timestamps"] = inputs["timestamps"][first:stop]
+        clip = self.sample(frames, seed, **inputs)
+        if annotated:
+            plan_inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
+            times = example[schema.TIMESTAMPS]
+            example.update(
+                labels_tf.annotate_tf(
+                    self.spec, frames, seed, stored, times, num_classes, key=key, first=first,
+                    **plan_inputs,
+                )
+            )  # fmt: skip
         if self.spec.audio:
             example[schema.VIDEO], example[schema.AUDIO] = clip
         else:
             example[schema.VIDEO] = clip
         return example
+
+    def _stored_annotations(self, example: dict, num_classes) -> dict:
+        """The stored labels, segments and captions (`labels.annotate`'s names), taken out of
+        the example: the clip's own replace them."""
+        stored = {}
+        if schema.LABELS in example:
+            if num_classes is None:
+                raise ValueError(
+                    "decode_features(num_classes=...) is needed on a dataset with several "
+                    "labels: info.features['labels'].feature.num_classes."
+                )
+            segments = example.pop(schema.LABEL_SEGMENTS)
+            stored.update(
+                labels=example.pop(schema.LABELS), segment_label=segments["label"],
+                segment_start=segments["start"], segment_end=segments["end"],
+            )  # fmt: skip
+        if schema.CAPTIONS in example:
+            captions = example.pop(schema.CAPTIONS)
+            stored.update(text=captions["text"], start=captions["start"], end=captions["end"])
+        return stored
 
     # -- sampling ----------------------------------------------------------------
 

@@ -13,6 +13,7 @@ TensorFlow without a copy and reused once TensorFlow lets go of them (see
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import os
 import threading
 import time
@@ -25,10 +26,14 @@ import tensorflow as tf
 from video_tfrecords.clip_source import ClipSource
 from video_tfrecords.clips import audio as clip_audio
 from video_tfrecords.clips import backends, buffers, keys
-from video_tfrecords.clips.spec import check_positive_int, is_int
-from video_tfrecords.records import dataset_files
+from video_tfrecords.clips import labels as clip_labels
+from video_tfrecords.clips.spec import ClipSpec, check_positive_int, is_int
+from video_tfrecords.records import dataset_files, schema
 
 __all__ = ["clip_dataset"]
+
+# ClipSpec's arguments that clip_dataset passes on to its ClipSource (the seed is its own).
+CLIP_ARGUMENTS = {f.name for f in dataclasses.fields(ClipSpec)} - {"num_frames", "seed"}
 
 
 class _Calls:
@@ -77,13 +82,28 @@ def clip_dataset(
     input_context: tf.distribute.InputContext | None = None,
     shard_index: int = 0,
     num_shards: int = 1,
-    **clip_kwargs,
+    stride: int | tuple[int, int] = ClipSpec.stride,
+    mode: str | None = None,
+    num_clips: int = ClipSpec.num_clips,
+    short_video: str = ClipSpec.short_video,
+    crop_size: tuple[int, int] | None = ClipSpec.crop_size,
+    crop: str | None = None,
+    flip: bool = ClipSpec.flip,
+    short_side: int | tuple[int, int] | None = ClipSpec.short_side,
+    fps: float | None = ClipSpec.fps,
+    num_crops: int = ClipSpec.num_crops,
+    crop_area: tuple[float, float] = ClipSpec.crop_area,
+    crop_aspect: tuple[float, float] = ClipSpec.crop_aspect,
+    audio: bool = ClipSpec.audio,
+    labels: str = ClipSpec.labels,
+    captions: str | None = ClipSpec.captions,
+    segment: bool = ClipSpec.segment,
 ) -> tf.data.Dataset:
     """A batched `(clip, label)` dataset for training or evaluation.
 
     Finds the prepared TFDS dataset `name` (as `tfds.load` does; it is not built
     here: build it with `tfds build`) and reads it with `ClipSource(split,
-    num_frames=num_frames, **clip_kwargs)`: one clip per example, decoding only
+    num_frames=num_frames, ...)`: one clip per example, decoding only
     its frames. Clips are stacked into batches: on a dataset whose frames vary
     in size (no `size` in its config), pass `crop_size`.
 
@@ -123,19 +143,23 @@ def clip_dataset(
             of the split. Overrides shard_index / num_shards.
         shard_index, num_shards: read only this contiguous, disjoint part of the
             split (one per host), as `ClipSource` does.
-        **clip_kwargs: the other `ClipSpec` arguments (stride, mode, num_clips,
-            short_video, crop_size, crop, flip, short_side, ...).
+        stride, mode, ..., labels, captions, segment: the clip: `ClipSpec`'s arguments (documented
+            there, with its defaults), but `mode` and `crop` default by `training`
+            ("random", else "center"); the clips' seed is `seed`'s, per epoch.
 
     Returns:
         A `tf.data.Dataset` of `(clip, label)` batches: clips [B, T, H, W, 3]
         (or [B, num_clips, T, H, W, 3]), labels int64 [B]. With `audio=True`,
         `({"video": clip, "audio": audio}, label)`: audio float32 in [-1, 1],
         [B, S, channels] (or [B, num_clips, S, channels]); S is static with `fps`.
+        On a dataset with several labels (JSON Lines `labels`, `segments`), the labels are
+        float32 multi-hot vectors [B, classes] (or [B, views, classes]) as `labels` says; with
+        captions, the inputs are a dict holding "caption" (tf.string [B] or [B, views],
+        captions="random") or "captions" (all, [B, most] or [B, views, most], padded with "").
     """
-    if "seed" in clip_kwargs:
-        raise ValueError("Pass seed= directly to clip_dataset.")
-    clip_kwargs.setdefault("mode", "random" if training else "center")
-    clip_kwargs.setdefault("crop", "random" if training else "center")
+    clip_args = {name: value for name, value in locals().items() if name in CLIP_ARGUMENTS}
+    default = "random" if training else "center"
+    clip_args.update(mode=mode or default, crop=crop or default)
     batch_size = check_positive_int("batch_size", batch_size)
     if seed is not None and not is_int(seed):
         raise ValueError(f"seed must be None or an int, got {seed!r}.")
@@ -156,7 +180,7 @@ def clip_dataset(
         dataset_dir=_prepared_dir(name, data_dir, builder_kwargs),
         shard_index=shard_index,
         num_shards=num_shards,
-        **clip_kwargs,
+        **clip_args,
     ).index_all()
     frame_size = tuple(None if s < 0 else s for s in source.features["video"].shape[1:3])
     if None in frame_size and source.spec.crop_size is None:
@@ -173,21 +197,28 @@ def clip_dataset(
         )
     clip_shape = source.spec.output_shape(frame_size)
     audio_shape = _audio_shape(source)
-    reader = BatchReader(source, clip_shape, seeded=seed is not None, audio_shape=audio_shape)
+    extra = annotated_outputs(source)
+    reader = BatchReader(
+        source, clip_shape, seeded=seed is not None, audio_shape=audio_shape, extra=extra
+    )
     order = _epoch_orders(len(source), seed, training, num_epochs)
     batches = order.batch(batch_size, drop_remainder=training)
 
     def read(indices, seeds):
-        types = (tf.uint8, tf.int64) if audio_shape is None else (tf.uint8, tf.float32, tf.int64)
-        *arrays, labels = tf.numpy_function(
-            reader.read, [indices, seeds], types, stateful=seed is None
-        )
+        types = [tf.uint8] + ([tf.float32] if audio_shape else []) + [tf.int64]
+        types += [tf.float32 if name == "labels" else tf.string for name in extra]
+        arrays = tf.numpy_function(reader.read, [indices, seeds], types, stateful=seed is None)
         arrays[0].set_shape([batch_size if training else None, *clip_shape])
-        labels.set_shape(arrays[0].shape[:1])
-        if audio_shape is None:
-            return arrays[0], labels
-        arrays[1].set_shape([*labels.shape, *audio_shape])
-        return {"video": arrays[0], "audio": arrays[1]}, labels
+        batch = arrays[0].shape[:1]
+        if audio_shape is not None:
+            arrays[1].set_shape([*batch, *audio_shape])
+        named = dict(zip(["audio"] * bool(audio_shape) + ["label", *extra], arrays[1:]))
+        named["label"].set_shape(batch)
+        for key, shape in extra.items():
+            named[key].set_shape([*batch, *shape])
+        label = named.pop("label")
+        labels = named.pop("labels", label)  # multi-hot vectors, on a dataset of several labels
+        return ({"video": arrays[0], **named}, labels) if named else (arrays[0], labels)
 
     if num_parallel_calls == tf.data.AUTOTUNE:
         num_parallel_calls = len(os.sched_getaffinity(0))  # one batch per core at a time
@@ -203,6 +234,22 @@ def clip_dataset(
     options = tf.data.Options()
     options.autotune.enabled = False  # its model re-tunes all the time for a fixed-cost map
     return ds.prefetch(1).with_options(options)
+
+
+def annotated_outputs(source: ClipSource) -> dict[str, list]:
+    """What a batch holds beside clips, audio and labels on a dataset with several labels or
+    captions (2.4.0 on), and each one's shape within the batch: "labels", the multi-hot
+    vectors (the batch's labels then); "caption" (captions="random") or "captions" (every
+    one, padded with "" to the batch's most)."""
+    spec, kinds = source.spec, source.examples.kinds
+    views = [spec.num_views] if spec.multi_clip else []
+    found = {}
+    if schema.LABELS_KIND in kinds:
+        found["labels"] = [*views, len(source.label_names or ())]
+    if schema.CAPTIONS_KIND in kinds:
+        one = clip_labels.caption_mode(spec) == "random"
+        found["caption" if one else "captions"] = views if one else [*views, None]
+    return found
 
 
 def _audio_shape(source: ClipSource) -> list | None:
@@ -250,8 +297,11 @@ def _epoch_orders(length: int, seed, training: bool, num_epochs) -> tf.data.Data
 class BatchReader:
     """Reads a batch of clips from a `ClipSource` into one reused, page-aligned array."""
 
-    def __init__(self, source: ClipSource, clip_shape, *, seeded: bool, audio_shape=None):
+    def __init__(
+        self, source: ClipSource, clip_shape, *, seeded: bool, audio_shape=None, extra=None
+    ):
         self.source = source
+        self.extra = dict(extra or {})  # `annotated_outputs`
         self.clip_shape = None if None in clip_shape else tuple(clip_shape)  # when static
         self.seeded = seeded
         self.buffers = buffers.SHARED
@@ -280,6 +330,7 @@ class BatchReader:
 
     def _read(self, indices, seeds):
         labels = np.empty(len(indices), np.int64)
+        extra = {name: [] for name in self.extra}
         clips = sounds = None
         if self.clip_shape is not None:
             clips = self.buffers.take((len(indices), *self.clip_shape))
@@ -302,4 +353,24 @@ class BatchReader:
                     "or short_side, or build with a fixed `size`."
                 )
             labels[k] = example["label"]
-        return (clips, labels) if sounds is None else (clips, sounds, labels)
+            for name, values in extra.items():
+                values.append(example[name])
+        arrays = [clips, labels] if sounds is None else [clips, sounds, labels]
+        return arrays + [_stacked(name, values, self.extra[name]) for name, values in extra.items()]
+
+
+def _stacked(name: str, values: list, shape: list) -> np.ndarray:
+    """A batch's multi-hot labels (float32) or captions (bytes; lists padded with b"")."""
+    if name == "labels":
+        return np.asarray(values, np.float32)
+    if name == "caption":
+        return np.asarray([_utf8(v) for v in values], object)
+    rows = [_utf8(row) for v in values for row in (v if len(shape) == 2 else [v])]
+    most = max((len(row) for row in rows), default=0)
+    padded = [row + [b""] * (most - len(row)) for row in rows]
+    return np.asarray(padded, object).reshape(len(values), *shape[:-1], most)
+
+
+def _utf8(value):
+    """str -> bytes, in lists too."""
+    return value.encode("utf-8") if isinstance(value, str) else [_utf8(v) for v in value]

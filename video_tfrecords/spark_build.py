@@ -39,7 +39,8 @@ import tensorflow_datasets as tfds
 
 from video_tfrecords import config as config_lib
 from video_tfrecords.engines import distributed
-from video_tfrecords.engines.spark import session, spark_map
+from video_tfrecords.engines import spark as spark_engine
+from video_tfrecords.engines.spark import session
 from video_tfrecords.ingest import provenance
 from video_tfrecords.video_tfrecords_dataset_builder import Builder
 
@@ -81,7 +82,7 @@ def build(
         builder,
         manual_dir,
         data_dir,
-        functools.partial(spark_map, context),
+        functools.partial(spark_engine.spark_map, context),
         cores=context.defaultParallelism,
         download_config=download_config,
         overwrite=overwrite,
@@ -105,7 +106,8 @@ def video_config(config: str | config_lib.VideoConfig) -> config_lib.VideoConfig
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(
         prog="python -m video_tfrecords.spark_build",
-        description="Build a video_tfrecords dataset on Spark.",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--manual_dir", required=True, help="the folder of the manifests")
     parser.add_argument(
@@ -114,7 +116,12 @@ def main(argv: list[str] | None = None) -> str:
         help="TFDS data dir (default: TFDS_DATA_DIR or ~/tensorflow_datasets)",
     )
     parser.add_argument("--config", default="default", help="a config name or a JSON VideoConfig")
-    parser.add_argument("--master", default=None, help="Spark master URL (default: Spark's own)")
+    parser.add_argument(
+        "--master",
+        default=None,
+        help="Spark master URL (default: spark-submit's master, else local[*]; a local master "
+        f"gets {spark_engine.LOCAL_ATTEMPTS} attempts a task)",
+    )
     parser.add_argument("--file_format", default=None, choices=["tfrecord", "array_record"])
     parser.add_argument(
         "--overwrite", action="store_true", help="rebuild a dataset built from other inputs"
@@ -141,6 +148,25 @@ def main(argv: list[str] | None = None) -> str:
         raise SystemExit(str(e)) from None
     log.info("Built %s in %.1f s", folder, time.perf_counter() - start)
     return folder
+
+
+_MOVED = {"spark_map", "with_retries", "LOCAL_ATTEMPTS"}  # now in engines/spark.py; kept a release
+
+
+def __getattr__(name):
+    """The names that moved to `video_tfrecords.engines.spark`, with a warning, for a release."""
+    if name in _MOVED:
+        import warnings
+
+        from video_tfrecords.engines import spark
+
+        warnings.warn(
+            f"video_tfrecords.spark_build.{name} moved to video_tfrecords.engines.spark.{name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(spark, name)
+    raise AttributeError(f"module 'video_tfrecords.spark_build' has no attribute {name!r}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ through `ingest.run.BuildRun`, as `spark_build` is (`engines.distributed`).
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 
@@ -18,7 +19,12 @@ from video_tfrecords.engines.beam import BeamEngine
 from video_tfrecords.engines.local import LocalEngine
 from video_tfrecords.ingest import manifest, provenance, summary
 from video_tfrecords.ingest.encoding import VideoBuildError
-from video_tfrecords.ingest.run import MANUAL_INSTRUCTIONS, BuildRun
+from video_tfrecords.ingest.run import (
+    MANUAL_INSTRUCTIONS,
+    BuildRun,
+    ManualDirError,
+    manifest_kinds,
+)
 from video_tfrecords.records import schema
 from video_tfrecords.records.array_record_shard import note_array_record_use
 
@@ -37,6 +43,8 @@ class _TfdsVideoDtypeWarning(logging.Filter):
 
 
 logging.getLogger("absl").addFilter(_TfdsVideoDtypeWarning())
+if summary.run_by_tfds_command():
+    sys.excepthook = summary.errors_first(sys.excepthook)
 
 
 class Builder(tfds.core.GeneratorBasedBuilder):
@@ -49,24 +57,48 @@ class Builder(tfds.core.GeneratorBasedBuilder):
 
     def _info(self) -> tfds.core.DatasetInfo:
         return self.dataset_info_from_configs(
-            features=schema.features(self.builder_config),
+            features=schema.features(self.builder_config, self._annotation_kinds()),
             supervised_keys=(schema.VIDEO, schema.LABEL),
             metadata=tfds.core.MetadataDict(),
         )
 
     @property
     def info(self) -> tfds.core.DatasetInfo:
-        """TFDS's info, restored from the prepared dataset if there is one; after `start_over`,
-        the rebuild's own."""
-        rebuilt = getattr(self, "_rebuilt_info", None)
-        return rebuilt if rebuilt is not None else super().info
+        """TFDS's info; once `use_manifests` has found annotations (JSON Lines spans, labels,
+        captions), or `start_over` a rebuild, one whose features store them and whose class
+        names are the build's (TFDS makes its info once, before the manual dir is known, and
+        restores a prepared dataset's, whose class names it would not let a rebuild change)."""
+        if not (self.__dict__.get("_manifest_kinds") or self.__dict__.get("_rebuilding")):
+            return super().info
+        if "_annotated_info" not in self.__dict__:
+            info = self._info()
+            info.set_file_format(super().info.file_format)  # what TFDS set on its own
+            self._annotated_info = info
+        return self._annotated_info
 
-    def start_over(self) -> None:
-        """Before rebuilding a prepared dataset: an info of its own, not the one restored from
-        the old dataset, whose class names TFDS would not let the rebuild change."""
-        fresh = self._info()
-        fresh.set_file_format(self.info.file_format)
-        self._rebuilt_info = fresh
+    def use_manifests(self, manual_dir: epath.PathLike) -> None:
+        """Makes the features store what the manifests of `manual_dir` annotate (none for text
+        manifests: the features of 2.3.0). Before a build only, as TFDS uses the info."""
+        if not (epath.Path(self.data_path) / "dataset_info.json").exists():
+            self._manifest_kinds = manifest_kinds(manual_dir)
+
+    def start_over(self, manual_dir: epath.PathLike) -> None:
+        """Before rebuilding a prepared dataset (`--overwrite`): an info made for the rebuild
+        from the manifests of `manual_dir`, not the old dataset's."""
+        self._manifest_kinds = manifest_kinds(manual_dir)
+        self._rebuilding = True
+
+    def _annotation_kinds(self) -> frozenset[str]:
+        """What the stored features annotate: as the manifests give (`use_manifests`), else as
+        the prepared dataset's features.json says (reading it back), else nothing."""
+        kinds = self.__dict__.get("_manifest_kinds")
+        if kinds is not None:
+            return kinds
+        stored = epath.Path(self.data_path) / "features.json"
+        if not stored.exists():
+            return frozenset()
+        names = json.loads(stored.read_text())["featuresDict"]["features"]
+        return schema.annotation_kinds(names)
 
     def download_and_prepare(self, *, download_dir=None, download_config=None, **kwargs):
         """Builds, then keeps in the cache of encoded videos what the next rebuild reads back
@@ -75,16 +107,18 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         the same inputs, else refuses before decoding anything, saying what changed
         (`--overwrite`, FORCE_REDOWNLOAD, rebuilds it)."""
         config = download_config or tfds.download.DownloadConfig()
+        self._manual_dir = config.manual_dir or self._default_manual_dir(download_dir)
         prepared = (epath.Path(self.data_path) / "dataset_info.json").exists()
-        if prepared and config.download_mode.overwrite_dataset:
-            self.start_over()
+        overwrite = config.download_mode.overwrite_dataset
+        if prepared and overwrite:
+            self.start_over(self._manual_dir)
+        self.use_manifests(self._manual_dir)
         self._run = BuildRun(self.info, self.builder_config)
         self._engine = None  # chosen when TFDS asks for the splits: nothing built before
         self._use_beam = bool(config.beam_runner or config.beam_options)
-        self._manual_dir = config.manual_dir or self._default_manual_dir(download_dir)
         # (tfds.load's call, without a manual dir: TFDS reuses what is there.)
-        inputs = config.manual_dir or manifest.find_manifests(epath.Path(self._manual_dir))
-        if prepared and not config.download_mode.overwrite_dataset and inputs:
+        inputs = config.manual_dir or manifest.find_manifests(epath.Path(self._manual_dir))[0]
+        if prepared and not overwrite and inputs:
             self._check_prepared()
             return
         try:
@@ -106,7 +140,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         self._engine.finish(self.info, self.data_path)
         self._run.remove_cache()
         examples = {name: split.num_examples for name, split in self.info.splits.items()}
-        print(self._run.summary(self.data_dir, examples))
+        summary.print_last(self._run.summary(self.data_dir, examples))
 
     def _check_prepared(self) -> None:
         """Prints that the prepared dataset is up to date with the manual dir's inputs, or
@@ -127,11 +161,11 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         downloads = download_dir or epath.Path(self.data_dir_root) / "downloads"
         return epath.Path(downloads) / "manual"
 
-    def _no_manual_dir(self) -> FileNotFoundError:
+    def _no_manual_dir(self) -> ManualDirError:
         """Which folder the build wanted and what goes in it (TFDS's own message names no
         command)."""
         manual_dir = epath.Path(self._manual_dir)
-        return FileNotFoundError(
+        return ManualDirError(
             f"{self.info.full_name} is built from your own videos, and is not prepared in "
             f"{self.data_dir_root}. Its manual dir {manual_dir} "
             f"{'is empty' if manual_dir.is_dir() else 'does not exist'}. Build it with `tfds "
@@ -150,6 +184,8 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         else:
             engine = LocalEngine(self._run, self.builder_config.num_workers)
             threads = engine.decoder_threads
+            if summary.run_by_tfds_command():
+                tfds.disable_progress_bar()  # the engine's bar of videos is the one to watch
         tasks = self._run.plan(manual_dir, dl_manager.download_dir, threads)
         provenance.write(self.data_path, self._run.built_from)  # TFDS's incomplete folder
         self._engine = engine

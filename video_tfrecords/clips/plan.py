@@ -16,8 +16,9 @@ from typing import Any
 from video_tfrecords.clips import backends, boxes, geometry, keys, sampling
 
 __all__ = [
-    "Layout", "checked_plan", "frame_geometry", "resizes_boxes", "stored_boxes", "video_label",
-]
+    "Layout", "checked_plan", "clip_key", "frame_geometry", "resizes_boxes", "stored_boxes",
+    "video_label",
+]  # fmt: skip
 
 
 @dataclasses.dataclass
@@ -44,7 +45,7 @@ def video_label(ops, frames, name):
     return ("(fingerprint ", fingerprint, "; see video_tfrecords.clips.keys.video_fingerprint)")
 
 
-def _key(ops, spec, frames, seed, fingerprint=None):
+def clip_key(ops, spec, frames, seed, fingerprint=None):
     """uint64 key: from (seed, else spec.seed, and the video content), else fresh."""
     seed = spec.seed if seed is None else seed
     if seed is None:
@@ -137,7 +138,7 @@ def checked_plan(
                 units >= spec.min_span, lambda: ("Video ", *label(), " has ", units, too_short)
             )
         )
-    key = ops.after(checks, lambda: _key(ops, spec, frames, seed, fingerprint))
+    key = ops.after(checks, lambda: clip_key(ops, spec, frames, seed, fingerprint))
     indices = ops.after(checks, lambda: sampling.clip_frames(ops, spec, key, length, times))
     layout = Layout({"indices": indices}, checks)
     if need_size or spec.crop_size is not None or spec.short_side is not None:

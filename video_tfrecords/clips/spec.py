@@ -191,6 +191,18 @@ class ClipSpec:
             S = round(num_frames * stride * audio_rate / fps); silence past the
             end of the video (`short_video` loops or pads the frames only).
             Needs a contiguous clip: one stride, not a segment mode.
+        labels: on datasets built with several labels (JSON Lines `labels` or
+            `segments`), the clip's "labels" is a float32 multi-hot vector
+            ([num_views, classes] with views): "video", every label of the
+            example; "clip", those whose segments overlap the clip's time span
+            and those given without a segment (PyTorchVideo's Charades protocol).
+        captions: on datasets built with captions: "random", one per view drawn
+            with the clip's key (seeded: the same on every reader), among those
+            overlapping the clip (timed ones) or all (untimed); "all", every such
+            caption. None: "random" for modes "random" and "segments", else "all".
+        segment: on datasets built with label segments: sample each clip within
+            one of the example's segments, drawn with the clip's key (the whole
+            example when it has none, or its segment holds no frame). No audio.
     """
 
     num_frames: int
@@ -209,6 +221,9 @@ class ClipSpec:
     crop_area: tuple[float, float] = (0.08, 1.0)
     crop_aspect: tuple[float, float] = (3 / 4, 4 / 3)
     audio: bool = False
+    labels: str = "video"
+    captions: str | None = None
+    segment: bool = False
 
     def __post_init__(self):
         checked = {
@@ -257,8 +272,22 @@ class ClipSpec:
                 "clips of different sizes cannot be stacked."
             )
         checked["audio"] = _check_audio(self.audio, checked["mode"], checked["stride"])
+        checked["labels"] = _check_choice("labels", self.labels, ("video", "clip"))
+        if not isinstance(self.segment, (bool, np.bool_)):
+            raise ValueError(f"segment must be a bool, got {self.segment!r}.")  # noqa: TRY004
+        if self.segment and checked["audio"]:
+            raise ValueError("segment=True cuts no audio: use one of segment and audio.")
+        checked["segment"] = bool(self.segment)
+        if self.captions is not None:
+            checked["captions"] = _check_choice("captions", self.captions, ("random", "all"))
         for name, value in checked.items():
             object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_arguments(cls, arguments: dict) -> ClipSpec:
+        """The spec of an entry point's clip arguments (its `locals()`): they are spelled out
+        in each signature, for editors and `help()`, with this class's defaults."""
+        return cls(**{field.name: arguments[field.name] for field in dataclasses.fields(cls)})
 
     @property
     def multi_clip(self) -> bool:

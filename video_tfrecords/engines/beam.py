@@ -14,13 +14,19 @@ from video_tfrecords.ingest.run import BuildRun
 __all__ = ["BeamEngine"]
 
 
+def records_dir(dataset_dir: epath.PathLike) -> epath.Path:
+    """Where Beam's workers write the skip records and notes: beside the splits."""
+    return epath.Path(dataset_dir) / "build_records"
+
+
 class BeamEngine:
     """Gives TFDS a `beam.PTransform` per split; `finish` gathers the records after the
     pipeline ran and rewrites the dataset info with them."""
 
     def __init__(self, run: BuildRun, dataset_dir: epath.PathLike) -> None:
+        """`dataset_dir`: the folder TFDS writes the splits in (its incomplete one)."""
         self.run = run
-        self.records_dir = epath.Path(dataset_dir) / "build_records"
+        self.records_dir = records_dir(dataset_dir)
 
     def generate(self, tasks: list[encoding.Task]):
         """The examples of a split's videos, as a PTransform for TFDS's Beam writer."""
@@ -49,12 +55,12 @@ class BeamEngine:
         """Nothing to stop: the runner owns its workers."""
 
     def finish(self, info, dataset_dir: epath.PathLike) -> None:
-        """After the pipeline ran: moves the records the workers wrote into the dataset info,
-        and writes it. They are in `dataset_dir` now: TFDS renamed its incomplete folder."""
-        self.records_dir = epath.Path(dataset_dir) / self.records_dir.name
-        for path in sorted(self.records_dir.glob("*.jsonl*")):
+        """After the pipeline ran: moves the records the workers wrote (now in the finished
+        `dataset_dir`, renamed with it) into the dataset info, and writes it."""
+        written = records_dir(dataset_dir)
+        for path in sorted(written.glob("*.jsonl*")):
             self.run.record_all([json.loads(line) for line in path.read_text().splitlines()])
         self.run.check_records(list(self.run.videos_per_split))
-        if self.records_dir.exists():
-            self.records_dir.rmtree()
+        if written.exists():
+            written.rmtree()
         info.write_to_directory(dataset_dir)

@@ -124,8 +124,9 @@ def build(
             line, warning = run.check_prepared(final, manual_dir, ways)
             print(line, file=sys.stderr if warning else sys.stdout)
             return final
-        builder.start_over()  # the rebuild's info, not the old dataset's (its class names)
+        builder.start_over(manual_dir)  # the rebuild's info, not the old dataset's
     download_config = download_config or tfds.download.DownloadConfig()
+    builder.use_manifests(manual_dir)  # the features store what the manifests annotate
     run = BuildRun(builder.info, builder.builder_config)
     tasks, groups = plan(run, manual_dir, data_dir, cores)
     encoded = _encode(tasks, groups, map_groups)

@@ -4,7 +4,7 @@ their examples handed to TFDS's writer as they come, in manifest order."""
 from __future__ import annotations
 
 from video_tfrecords.engines import parallel
-from video_tfrecords.ingest import encoding
+from video_tfrecords.ingest import encoding, progress
 from video_tfrecords.ingest.run import BuildRun
 
 __all__ = ["LocalEngine"]
@@ -25,15 +25,21 @@ class LocalEngine:
         return parallel.threads_per_worker(self.num_workers)
 
     def generate(self, tasks: list[encoding.Task]):
-        """Yields (key, example) for each video of a split.
+        """Yields (key, example) for each video of a split, with a bar of videos done out of
+        those listed, their rate and the time left.
 
         Videos go in manifest order, except that on a resumed build or a rebuild the ones
         already encoded are spread among the others (`encoding.resume_order`), and read
         back here: the workers get only the videos to encode (none: none start).
         """
-        cached = encoding.cached_flags(tasks)
-        ordered = encoding.resume_order(tasks, cached)
-        done = {task.entry.path for task, hit in zip(tasks, cached) if hit}
+        split, hits = tasks[0].split, encoding.cached(tasks)
+        if any(hits):
+            progress.write(
+                f"{split}: {sum(hits)} of {len(tasks)} videos come from the encoding cache "
+                f"({self.run.cache_dir}); encoding the other {hits.count(False)}."
+            )
+        ordered = encoding.resume_order(tasks, hits)
+        done = {task.entry.path for task, hit in zip(tasks, hits) if hit}
         self._outcomes = encoded = parallel.ordered_map(
             encoding.encode,
             [task for task in ordered if task.entry.path not in done],
@@ -41,13 +47,15 @@ class LocalEngine:
             on_death=on_worker_death,
             initializer=encoding.init_worker,
         )
-        for task in ordered:
-            outcome = encoding.encode(task) if task.entry.path in done else next(encoded)
-            encoding.report(outcome, self.run.config.strict)
-            self.run.record(outcome)
-            yield from encoding.examples_of(outcome)
+        with progress.bar(total=len(tasks), desc=f"{split} videos") as bar:
+            for task in ordered:
+                outcome = encoding.encode(task) if task.entry.path in done else next(encoded)
+                encoding.report(outcome, self.run.config.strict)
+                self.run.record(outcome)
+                yield from encoding.examples_of(outcome)
+                bar.update(1)
         encoded.close()  # its pool stops now, not when the generator is collected
-        self.run.check_records([tasks[0].split])
+        self.run.check_records([split])
 
     def finish(self, info, dataset_dir) -> None:
         """Nothing left once TFDS wrote the splits: the records are in `info` already."""

@@ -17,6 +17,7 @@ import contextlib
 import functools
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -130,8 +131,15 @@ def _start_worker(parent: int, initializer: Callable[[], None] | None) -> None:
     pool, and its workers would wait for work forever, each holding its memory.
     """
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
+    signal.signal(signal.SIGINT, _stop_quietly)
     if initializer is not None:
         initializer()
+
+
+def _stop_quietly(signum, frame) -> None:
+    """Ctrl-C in a worker: the build process reports the interruption once; a worker, busy or
+    waiting for work, ends without a traceback of its own (SystemExit prints none)."""
+    raise SystemExit(128 + signum)
 
 
 def _exit_when_orphaned(parent: int) -> None:

@@ -12,7 +12,8 @@ trimmed, holes filled with silence.
 
 `AudioTrack` decodes as the frames are stored, in a demux of its own over the file's audio
 packets (the video's demux reads only the video stream), and hands out a segment's samples at a
-time: memory holds a segment's audio and one decoded frame beyond it. Damage (packets FFmpeg
+time: memory holds a segment's audio and one decoded frame beyond it. A span of the video
+(`start_at`) seeks the audio to it too. Damage (packets FFmpeg
 rejects, audio lost mid-stream, an audio stream FFmpeg cannot decode) keeps the video, silent
 where the audio was lost, and is described by `AudioDamage.note`. Imports neither TensorFlow
 nor TFDS.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import itertools
+import math
 from collections.abc import Iterator
 from typing import Self
 
@@ -70,14 +72,15 @@ class AudioDamage:
 class AudioTrack:
     """The file's default audio stream as int16 [samples, channels] on the video's clock.
 
-    `take(end, origin)` gives the samples from where the last take ended (0 at first) to
-    sample `end`, `origin` being the first video frame's time on the container's clock
-    (`video_io.Video.start_seconds`). Without an audio stream every take is silence and
-    `has_audio` stays False; it is True once a frame of audio has been decoded.
+    `take(end)` gives the samples from where the last take ended (0 at first, or where
+    `start_at` put it) to sample `end`; `origin` is the first video frame's time on the
+    container's clock (`video_io.Video.start_seconds`). Without an audio stream every take is
+    silence and `has_audio` stays False; it is True once a frame of audio has been decoded.
     """
 
-    def __init__(self, path: str, rate: int, channels: int):
-        self.rate, self.channels = rate, channels
+    def __init__(self, path: str, rate: int, channels: int, origin: float = 0.0):
+        self.rate, self.channels, self.origin = rate, channels, origin
+        self._stream = None
         self.has_audio = False
         self.damage = AudioDamage(rate)
         self._given = 0  # the next sample to hand out
@@ -99,6 +102,7 @@ class AudioTrack:
             return
         video_io.keep_only(self._container, stream)
         stream.codec_context.thread_count = 1
+        self._stream = stream
         self._frames = self._resampled(stream)
 
     def __enter__(self) -> Self:
@@ -111,13 +115,25 @@ class AudioTrack:
         if self._container is not None:
             self._container.close()
 
-    def take(self, end: int, origin: float) -> np.ndarray:
+    def start_at(self, sample: int) -> None:
+        """Has the first take start at `sample`, the audio decoded from the packet before it
+        (FFmpeg's backward seek; from the stream's start should the container not seek)."""
+        self._given = sample
+        if self._stream is None or sample <= 0 or not self._stream.time_base:
+            return
+        target = (self.origin + sample / self.rate) / self._stream.time_base
+        try:
+            self._container.seek(math.floor(target), stream=self._stream, backward=True)
+        except av.error.FFmpegError:
+            pass  # nothing read yet: decoded from the start
+
+    def take(self, end: int) -> np.ndarray:
         """int16 [end - start, channels]: the samples from the last take's end to `end`."""
         while self._written is None or self._written < end:
             frame = next(self._frames, None)
             if frame is None:
                 break
-            self._place(frame, origin)
+            self._place(frame, self.origin)
         start = self._given
         out = np.zeros((max(end - start, 0), self.channels), np.int16)
         while self._chunks:
@@ -193,4 +209,3 @@ class AudioTrack:
             if packet is not None and (frames is None or packet.is_corrupt):
                 self.damage.packets_with_errors += 1
             yield from frames or ()
-

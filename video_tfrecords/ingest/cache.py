@@ -32,7 +32,8 @@ from video_tfrecords.util.paths import is_remote
 # 3: each example holds its frames' CRC32C (frame_crc32c); files are checked by CRC32C
 #    (awscrt's: 5x zlib's CRC32 here, and the build process checks every file it reads).
 # 4: frames timed by FFmpeg's best-effort rule and deinterlaced; audio with audio_rate.
-FORMAT = 4
+# 5: a task may hold several spans of its video; each example says which (`part`, `segment`).
+FORMAT = 5
 DONE = "done.json"
 
 

@@ -1,14 +1,16 @@
-"""One manifest entry -> the examples that store its video, or a record of why not.
+"""One video of a split (a manifest line, or the lines of its spans) -> the examples that store
+it, or a record of why not.
 
 `encode` runs where the video is decoded (a build worker, a Beam worker or the
-build process itself). `encode_video` picks the frames to keep, resizes and
-JPEG-encodes them one at a time, handing out each segment as it is made; `encode`
-wraps it in the build cache (`cache.cached`), which stores a file per segment, so
-memory holds one segment's JPEG bytes, never a video's raw frames, and a resumed
-build reads back what it had encoded. `examples_of` then reads the examples back
-for TFDS's writer. A bad video becomes a skip record
-`{split, path, reason}`: nothing is dropped without a trace. Like `video_io`,
-this module does not import TensorFlow.
+build process itself). `encode_video` decodes the video once (each run of spans from the
+keyframe before it: `spans.ranges`) and pushes each frame to the `span_writer.SpanWriter` of
+every span it falls in, which picks the frames to keep, resizes and JPEG-encodes them one at
+a time, handing out each segment as it is made; `encode` wraps it in the build cache
+(`cache.cached`), which stores a file per segment, so memory holds one segment's JPEG bytes,
+never a video's raw frames, and a resumed build reads back what it had encoded. `examples_of`
+then reads the examples back for TFDS's writer. A bad video becomes a skip record
+`{split, path, reason}`, a span past the video's end a note: nothing is dropped without a
+trace. Like `video_io`, this module does not import TensorFlow.
 """
 
 from __future__ import annotations
@@ -17,23 +19,17 @@ import dataclasses
 import json
 import math
 import os
-import sys
 from collections.abc import Callable, Iterator
 
 import cv2
-import numpy as np
-from awscrt import checksums
-from tqdm import tqdm
 
 from video_tfrecords.clips import keys
 from video_tfrecords.config import VideoConfig
-from video_tfrecords.ingest import audio_io, cache, manifest, video_io
-from video_tfrecords.ingest.frame_choice import frame_rate, selected_frames, stored_size
+from video_tfrecords.ingest import audio_io, cache, manifest, progress, spans, video_io
+from video_tfrecords.ingest.frame_choice import stored_size
+from video_tfrecords.ingest.span_writer import Jpegs, SpanWriter
+from video_tfrecords.records import schema
 from video_tfrecords.util.paths import is_remote
-from video_tfrecords.util.text import human_bytes
-
-# Protobuf refuses messages over 2 GiB; stay well clear of it.
-MAX_EXAMPLE_BYTES = 1 << 30
 
 
 class VideoBuildError(RuntimeError):
@@ -42,7 +38,8 @@ class VideoBuildError(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """Everything a worker needs to turn one manifest entry into examples."""
+    """Everything a worker needs to turn one video of a split into examples: its manifest
+    line (the first, with `parts`), or one `spans.Part` per line naming the video."""
 
     split: str
     entry: manifest.Entry
@@ -51,6 +48,7 @@ class Task:
     config: VideoConfig
     cache_root: str
     decoder_threads: int = 1
+    parts: tuple[spans.Part, ...] = ()  # JSON Lines datasets: the video's examples-to-be
 
     @property
     def where(self) -> str:
@@ -69,14 +67,6 @@ class Outcome:
     entry: cache.Entry | None = None
     skipped: dict | None = None
     note: dict | None = None  # kept, but worth knowing (damage, missing timestamps)
-
-
-def encode_jpeg(frame_bgr: np.ndarray, quality: int) -> bytes:
-    """JPEG-encodes a BGR frame (the file stores RGB, as every decoder expects)."""
-    ok, buffer = cv2.imencode(".jpg", frame_bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
-    if not ok:
-        raise video_io.VideoError(f"JPEG encoding failed for a frame of shape {frame_bgr.shape}")
-    return buffer.tobytes()
 
 
 # -- one video -----------------------------------------------------------------
@@ -102,27 +92,37 @@ def encode(task: Task) -> Outcome:
     damage = entry.summary["damage"]
     if damage and task.config.strict:
         return Outcome(task, skipped=task.record(f"{damage} (strict build)"))
-    return Outcome(task, entry=entry, note=task.record(damage) if damage else None)
+    note = "; ".join(filter(None, [damage, *entry.summary["notes"]]))
+    return Outcome(task, entry=entry, note=task.record(note) if note else None)
 
 
 def _cache_key(task: Task) -> str:
-    """The task's cache key: its video file, the frame-shaping config, its manifest name."""
+    """The task's cache key: its video file, the frame-shaping config, its manifest name and
+    the spans it stores."""
+    return cache_key(task, cache.file_identity(task.video_path))
+
+
+def cache_key(task: Task, identity: tuple) -> str:
+    """`_cache_key` of a task whose file's identity (`cache.file_identity`) is known."""
     name = f"{task.split}/{task.entry.path}"
-    return cache.video_key(task.video_path, task.config.frame_fields(), name)
+    if task.parts:
+        name += json.dumps([[part.start, part.end] for part in task.parts])  # inf: Infinity
+    return cache.identity_key(identity, task.config.frame_fields(), name)
 
 
-def cached_flags(tasks: list[Task]) -> list[bool]:
-    """Whether each task's video has a finished entry in a local cache (all False for a cache
-    or videos on a remote file system, where a stat each would cost more than it saves)."""
+def cached(tasks: list[Task]) -> list[bool]:
+    """Which tasks' videos have a finished cache entry (an interrupted build's): all False for
+    videos or a cache on a remote file system, where a stat each would cost more than it tells."""
     if not tasks or is_remote(tasks[0].cache_root) or not os.path.isdir(tasks[0].cache_root):
         return [False] * len(tasks)
     return [_has_entry(task) for task in tasks]
 
 
-def resume_order(tasks: list[Task], cached: list[bool] | None = None) -> list[Task]:
-    """The tasks, those already in the cache (`cached_flags`) spread evenly among the rest.
+def resume_order(tasks: list[Task], hits: list[bool] | None = None) -> list[Task]:
+    """The tasks, those already in the cache (`hits`, else `cached(tasks)`) spread evenly
+    among the rest.
 
-    On a resumed build or a rebuild the build process still reads back and writes every
+    On a resumed build the build process still reads back and writes every
     video's examples, while the workers encode only the videos not yet cached.
     In manifest order the cached ones come first (the killed build did them),
     so the build process would read them alone while the workers wait, then the
@@ -130,9 +130,9 @@ def resume_order(tasks: list[Task], cached: list[bool] | None = None) -> list[Ta
     its order; the split's contents do not depend on it (TFDS orders examples by
     key). Without any cached video (a fresh build) the order is unchanged.
     """
-    cached = cached_flags(tasks) if cached is None else cached
-    done = [task for task, hit in zip(tasks, cached) if hit]
-    todo = [task for task, hit in zip(tasks, cached) if not hit]
+    hits = cached(tasks) if hits is None else hits
+    done = [task for task, hit in zip(tasks, hits) if hit]
+    todo = [task for task, hit in zip(tasks, hits) if not hit]
     if not done or not todo:
         return list(tasks)
     # Each task's position as a fraction of its own group, merged by that fraction.
@@ -153,156 +153,116 @@ def _has_entry(task: Task) -> bool:
 
 
 def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
-    """Decodes the task's video and gives each of its examples (segments) to `add` as it is
-    made; returns the summary: the fields the video gives (not those the manifest gives:
-    label and name come from the task when read back) and its damage, if any."""
-    threads, deinterlace = task.decoder_threads, task.config.deinterlace == "auto"
-    with video_io.Video(task.video_path, threads=threads, deinterlace=deinterlace) as video:
-        if task.config.audio_rate is None:
-            return _encode_frames(task, video, None, add)
-        rate, channels = task.config.audio_rate, task.config.audio_channels
-        with audio_io.AudioTrack(task.video_path, rate, channels) as audio:
-            return _encode_frames(task, video, audio, add)
+    """Decodes the task's video once and gives each example (segment) of each of its spans
+    to `add` as it is made; returns the summary: the fields the video gives (not those the
+    manifest gives: label and name come from the task when read back), each span's own
+    (`parts`: None for a span with no frame), the damage, if any, and notes on spans past
+    the video's end."""
+    config, path = task.config, task.video_path
+    threads, deinterlace = task.decoder_threads, config.deinterlace == "auto"
+    parts = [(p.start, p.end) for p in task.parts] or [(0.0, float("inf"))]
+    with video_io.Video(path, threads=threads, deinterlace=deinterlace) as video:
+        info = video.info
+        jpegs = Jpegs(stored_size(info, config), config.jpeg_quality)
 
+        def writer(number: int, start: float, end: float) -> SpanWriter:
+            count = lambda: video_io.count_frames(path, threads=threads, start=start, end=end)
+            audio = None
+            if config.audio_rate is not None:
+                rate, channels = config.audio_rate, config.audio_channels
+                audio = lambda: audio_io.AudioTrack(path, rate, channels, video.start_seconds)
+            return SpanWriter(number, start, end, config, jpegs, add, count, audio)
 
-def _encode_frames(
-    task: Task, video: video_io.Video, audio: audio_io.AudioTrack | None,
-    add: Callable[[dict], None],
-) -> dict:
-    """`encode_video`'s work, on the opened video (and its audio track, with `audio_rate`).
-
-    A full segment waits for the next stored frame before it is handed out: its audio runs
-    to that frame's time. The last one's runs to the end of the stored span (`_span_end`).
-    """
-    config, info = task.config, video.info
-    size = stored_size(info, config)
-    limit = config.segment_frames or math.inf
-    decoded = []  # every decoded frame's time: where the stored span ends
-
-    def counted(frames):
-        for frame in frames:
-            decoded.append(frame.time)
-            yield frame
-
-    def finish(done: _Segment, end: float) -> None:
-        if audio is not None:
-            done.set_audio(audio.take(audio_io.sample_at(end, audio.rate), video.start_seconds))
-        add(done.example())
-
-    segment, full = _Segment(start=0), None
-    times, last_index, last_jpeg = [], None, None
-    count = lambda: video_io.count_frames(task.video_path, threads=task.decoder_threads)
-    for time, frame in selected_frames(counted(video.frames()), config, count):
-        if frame.index != last_index:  # resampling may repeat a frame: encode it once
-            last_index = frame.index
-            last_jpeg = encode_jpeg(frame.bgr(*size), config.jpeg_quality)
-        if full is not None:
-            finish(full, time)
-            full = None
-        segment.add(last_jpeg, time)
-        times.append(time)
-        if len(segment.frames) == limit:
-            full, segment = segment, _Segment(start=len(times))
-    if not times:
-        raise video_io.VideoError("no frame could be decoded")
-    end = _span_end(config, times[-1], last_index, decoded, info.nominal_fps)
-    for done in (full, segment):
-        if done is not None and done.frames:
-            finish(done, end)
+        writers = [writer(number, *span) for number, span in enumerate(parts)]
+        try:
+            summaries, notes = _decode_spans(task, video, writers)
+        finally:
+            for w in writers:
+                w.close()
+    if not any(summaries):
+        raise video_io.VideoError(notes[0] if task.parts else "no frame could be decoded")
     fields = {
-        "fps": float(config.fps or frame_rate(times, info.nominal_fps)),
         "codec": info.codec,
         "source_height": info.coded_height,
         "source_width": info.coded_width,
-        "source_num_frames": len(decoded),
         "display_height": info.display_height,
         "display_width": info.display_width,
         "sample_aspect_ratio": float(info.sample_aspect_ratio),
         "rotation": info.rotation,
     }
     damage = [video.damage.note()]
-    if audio is not None:
-        audio.read_to_end()  # its damage is of the whole stream
-        fields.update(has_audio=audio.has_audio, audio_rate=audio.rate)
-        damage.append(audio.damage.note())
-    return {"fields": fields, "damage": "; ".join(filter(None, damage)) or None}
+    tracks = [w.audio for w in writers if w.audio is not None]
+    if config.audio_rate is not None:
+        fields.update(has_audio=any(a.has_audio for a in tracks), audio_rate=config.audio_rate)
+        damage += [a.damage.note() for a in tracks]
+    damage = "; ".join(dict.fromkeys(filter(None, damage))) or None
+    return {"fields": fields, "parts": summaries, "damage": damage, "notes": notes}
 
 
-def _span_end(config: VideoConfig, last_time: float, last_index: int, decoded, fps) -> float:
-    """When the stored frames stop showing: one tick after the last with `fps`; else when the
-    source frame after the last stored one shows, or for the video's last frame its time plus
-    the gap before it (a frame period; 1 / `fps`, the stream's rate, for a one-frame video)."""
-    if config.fps is not None:
-        return last_time + 1.0 / config.fps
-    if last_index + 1 < len(decoded):
-        return last_time + decoded[last_index + 1] - decoded[last_index]
-    if last_index > 0:
-        return last_time + decoded[last_index] - decoded[last_index - 1]
-    return last_time + 1.0 / fps
+def _decode_spans(task: Task, video: video_io.Video, writers: list[SpanWriter]):
+    """Pushes each decoded frame to the writers whose span it is in, one run of spans
+    (`spans.ranges`) at a time; returns each writer's fields (`SpanWriter.finish`) and notes
+    on spans past the video's end."""
+    summaries: list[dict | None] = [None] * len(writers)
+    notes = []
+    fps = video.info.nominal_fps
+    for first, last in spans.ranges(writers):
+        active = [w for w in writers if first <= w.start and w.end <= last]
+        for frame in video.frames(first, last):
+            for w in active:
+                if w.covers(frame.time):
+                    w.push(frame)
+        for w in active:
+            summaries[w.part] = w.finish(fps, whole=w.end == math.inf)
+            w.close()
+            past = video.ended and math.isfinite(w.end) and w.end > video.end + video_io.EPSILON
+            if task.parts and (past or summaries[w.part] is None):
+                ended = video.end if video.ended else None
+                notes.append(_span_note(task.parts[w.part], ended, summaries[w.part]))
+    return summaries, notes
 
 
-@dataclasses.dataclass
-class _Segment:
-    """The frames of one example as they are encoded, held to the size limit as they grow."""
-
-    start: int
-    frames: list[bytes] = dataclasses.field(default_factory=list)
-    times: list[float] = dataclasses.field(default_factory=list)
-    crcs: list[int] = dataclasses.field(default_factory=list)
-    size: int = 0
-    audio: np.ndarray | None = None  # int16 [samples, channels], with `audio_rate`
-
-    def add(self, jpeg: bytes, time: float) -> None:
-        self.frames.append(jpeg)
-        self.times.append(time)
-        # Lets a reader check only the frames it decodes (the record's CRC covers all of them).
-        self.crcs.append(checksums.crc32c(jpeg))
-        self._grow(len(jpeg))
-
-    def set_audio(self, audio: np.ndarray) -> None:
-        self.audio = audio
-        self._grow(audio.nbytes)
-
-    def _grow(self, size: int) -> None:
-        """Counts bytes into the example, refusing it past MAX_EXAMPLE_BYTES."""
-        self.size += size
-        if self.size > MAX_EXAMPLE_BYTES:
-            raise video_io.VideoError(
-                f"an example's frames and audio would go over the {human_bytes(MAX_EXAMPLE_BYTES)} "
-                "limit (protobuf's hard limit is 2 GiB): set segment_frames to store it as "
-                "several examples"
-            )
-
-    def example(self) -> dict:
-        """The segment's own fields; the video's shared fields are added when it is read."""
-        example = {
-            "video": self.frames,
-            "frame_crc32c": np.asarray(self.crcs, np.uint32),
-            "timestamps": np.asarray(self.times, np.float32),
-            "start_frame": self.start,
-        }
-        if self.audio is not None:  # from this segment's first frame to the next one's
-            example["audio"] = self.audio
-        return example
+def _span_note(part: spans.Part, video_end: float | None, summary: dict | None) -> str:
+    """The note on a span with no frame, or that ends after the video (`video_end`) does."""
+    where = f"{part.entry.where}: span [{part.start:g} s, {part.end:g} s)"
+    if summary is not None:
+        return f"{where} ends past the video's end ({video_end:.3f} s): clipped"
+    if video_end is not None and part.start >= video_end - video_io.EPSILON:
+        return f"{where} has no frame: the video ends at {video_end:.3f} s (no example)"
+    return f"{where} holds no frame of the video (no example)"
 
 
 def examples_of(
     outcome: Outcome, start: int = 0, stop: int | None = None
 ) -> Iterator[tuple[str, dict]]:
     """The (key, example) pairs of an outcome's cache entry, one segment in memory at a time;
-    only segments `start` to `stop` (all by default: a shard may hold part of a video)."""
+    only segments `start` to `stop` (all by default: a shard may hold part of a video).
+
+    A task with `parts` gives each part's examples its line's label, annotation features
+    and span (`span_start`, `span_end`); one without gives exactly the fields of a text
+    manifest's build."""
     if outcome.entry is None:
         return
-    task = outcome.task
-    fields = {**outcome.entry.summary["fields"], "label": task.label, "filename": task.entry.path}
+    task, summary = outcome.task, outcome.entry.summary
     entry = dataclasses.replace(outcome.entry, files=outcome.entry.files[start:stop])
-    for segment, part in enumerate(entry.parts(), start=start):
+    for stored in entry.parts():
+        number = stored.pop("part")
+        fields = {**summary["fields"], **summary["parts"][number]}
+        if task.parts:
+            part = task.parts[number]
+            fields.update(part.features, label=part.label, filename=part.entry.path)
+            if schema.CAPTIONS in part.features:
+                times = fields[schema.SPAN_START], fields[schema.SPAN_END]
+                captions = part.features[schema.CAPTIONS]
+                fields[schema.CAPTIONS] = spans.with_caption_times(captions, *times)
+            key = part.key()
+        else:
+            del fields[schema.SPAN_START], fields[schema.SPAN_END]
+            fields.update(label=task.label, filename=task.entry.path)
+            key = task.entry.path
         # What seeded clips are keyed on; stored so that a reader need not hash frames.
-        fingerprint = keys.video_fingerprint(part["video"])
-        yield (
-            f"{task.entry.path}#{segment}",
-            {**fields, **part, "segment": segment, "video_fingerprint": fingerprint},
-        )
+        fingerprint = keys.video_fingerprint(stored["video"])
+        yield f"{key}#{stored['segment']}", {**fields, **stored, "video_fingerprint": fingerprint}
 
 
 # -- reporting -------------------------------------------------------------------
@@ -323,8 +283,8 @@ def report(outcome: Outcome, strict: bool) -> Outcome:
 
 
 def _warn(text: str) -> None:
-    """A warning on stderr, printed above TFDS's progress bars (tqdm's) instead of into them."""
-    tqdm.write(f"WARNING: {text}", file=sys.stderr)
+    """A warning on stderr, printed above the progress bars instead of into them."""
+    progress.write(f"WARNING: {text}")
 
 
 def records_of(outcome: Outcome) -> list[str]:

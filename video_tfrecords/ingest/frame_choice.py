@@ -2,7 +2,9 @@
 
 `stored_size` applies the config's size rules to the display geometry;
 `selected_frames` keeps every frame, a constant rate by timestamps (`fps`),
-`num_frames` evenly spaced, and at most `max_frames`.
+`num_frames` evenly spaced, and at most `max_frames`. `Choice` makes the same choice a frame
+at a time, as frames are pushed to it: one decode of a video feeds the choices of several
+spans of it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import numpy as np
 from video_tfrecords.config import VideoConfig
 from video_tfrecords.ingest import video_io
 
-__all__ = ["evenly_spaced", "frame_rate", "resample", "selected_frames", "stored_size"]
+__all__ = [
+    "Choice", "Resampler", "evenly_spaced", "frame_rate", "resample", "selected_frames",
+    "stored_size",
+]  # fmt: skip
 
 EPSILON = 1e-6  # seconds: timestamps closer than this are the same instant
 
@@ -43,50 +48,102 @@ def evenly_spaced(count: int, n: int) -> np.ndarray:
     return np.unique(np.linspace(0, count - 1, n).round().astype(np.int64))
 
 
-def resample(
-    frames: Iterator[video_io.Frame], fps: float
-) -> Iterator[tuple[float, video_io.Frame]]:
-    """Yields (tick time, frame) for the frame on screen at each tick k / fps.
+class Resampler:
+    """The frame on screen at each tick origin + k / fps, the origin being the first frame's
+    time (0 for a whole video), as frames are pushed in order.
 
     A frame is on screen from its timestamp to the next frame's (the last one
     for as long as the gap before it), so variable-frame-rate video comes out
     at a true constant rate: slower stretches repeat frames, faster ones drop.
     """
-    period, tick, previous, gap = 1.0 / fps, 0, None, 0.0
+
+    def __init__(self, fps: float):
+        self.period, self.tick, self.previous, self.gap, self.origin = 1.0 / fps, 0, None, 0.0, 0.0
+
+    def _at(self, tick: int) -> float:
+        return self.origin + tick * self.period
+
+    def push(self, frame: video_io.Frame) -> list[tuple[float, video_io.Frame]]:
+        """(tick time, frame) for the ticks `frame` ends: those its predecessor was shown at."""
+        out = []
+        if self.previous is None:
+            self.origin = frame.time
+        else:
+            self.gap = frame.time - self.previous.time
+            while self._at(self.tick) < frame.time - EPSILON:
+                out.append((self._at(self.tick), self.previous))
+                self.tick += 1
+        self.previous = frame
+        return out
+
+    def finish(self) -> list[tuple[float, video_io.Frame]]:
+        """The ticks the last frame is shown at."""
+        out, last = [], self.previous
+        while last is not None and (
+            self.tick == 0 or self._at(self.tick) < last.time + self.gap - EPSILON
+        ):
+            out.append((self._at(self.tick), last))
+            self.tick += 1
+        return out
+
+
+def resample(
+    frames: Iterator[video_io.Frame], fps: float
+) -> Iterator[tuple[float, video_io.Frame]]:
+    """Yields (tick time, frame) for the frame on screen at each tick k / fps (`Resampler`)."""
+    resampler = Resampler(fps)
     for frame in frames:
-        if previous is not None:
-            gap = frame.time - previous.time
-            while tick * period < frame.time - EPSILON:
-                yield tick * period, previous
-                tick += 1
-        previous = frame
-    if previous is None:
-        return
-    while tick == 0 or tick * period < previous.time + gap - EPSILON:
-        yield tick * period, previous
-        tick += 1
+        yield from resampler.push(frame)
+    yield from resampler.finish()
+
+
+class Choice:
+    """The frames a config keeps of a video (or of a span of it), chosen as they are pushed.
+
+    `count_frames()` gives the frame count, asked for with `num_frames` only; `num_frames`
+    counts the frames pushed (the span's first is 0).
+    """
+
+    def __init__(self, config: VideoConfig, count_frames: Callable[[], int]):
+        self._config, self._count = config, count_frames
+        self._resampler = Resampler(config.fps) if config.fps is not None else None
+        self._keep: set[int] | None = None
+        self._pushed = self._given = 0
+
+    def push(self, frame: video_io.Frame) -> list[tuple[float, video_io.Frame]]:
+        """(time in seconds, frame) for each frame the config keeps that `frame` decides."""
+        number, self._pushed = self._pushed, self._pushed + 1
+        if self._resampler is not None:
+            return self._limit(self._resampler.push(frame))
+        if self._config.num_frames is not None:
+            if self._keep is None:
+                self._keep = set(evenly_spaced(self._count(), self._config.num_frames).tolist())
+            return self._limit([(frame.time, frame)] if number in self._keep else [])
+        return self._limit([(frame.time, frame)])
+
+    def finish(self) -> list[tuple[float, video_io.Frame]]:
+        """The kept frames the end of the frames decides (a resampled last frame's ticks)."""
+        return self._limit(self._resampler.finish() if self._resampler is not None else [])
+
+    def _limit(self, chosen: list) -> list:
+        """At most `max_frames` in all."""
+        if self._config.max_frames is not None:
+            chosen = chosen[: max(0, self._config.max_frames - self._given)]
+        self._given += len(chosen)
+        return chosen
 
 
 def selected_frames(
     frames: Iterator[video_io.Frame], config: VideoConfig, count_frames: Callable[[], int]
 ) -> Iterator[tuple[float, video_io.Frame]]:
-    """Yields (time in seconds, frame) for every frame the config keeps, in order.
+    """Yields (time in seconds, frame) for every frame the config keeps, in order (`Choice`).
 
-    `count_frames()` gives the video's frame count, asked for with `num_frames` only.
+    Every frame is decoded: the source's frame count and damage are of the whole file.
     """
-    if config.fps is not None:
-        chosen = resample(frames, config.fps)
-    elif config.num_frames is not None:
-        keep = set(evenly_spaced(count_frames(), config.num_frames).tolist())
-        chosen = ((f.time, f) for f in frames if f.index in keep)
-    else:
-        chosen = ((f.time, f) for f in frames)
-    for number, pair in enumerate(chosen):
-        if config.max_frames is not None and number >= config.max_frames:
-            break
-        yield pair
-    for _ in frames:  # decode the rest: the source's frame count and damage are of the whole file
-        pass
+    choice = Choice(config, count_frames)
+    for frame in frames:
+        yield from choice.push(frame)
+    yield from choice.finish()
 
 
 def frame_rate(times: list[float], fallback: float) -> float:

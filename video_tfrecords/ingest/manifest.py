@@ -1,4 +1,5 @@
-"""Reads and validates the `{video path} {label}` manifests of a manual dir.
+"""Reads and validates the manifests of a manual dir: `{video path} {label}` text, or JSON
+Lines (`jsonl_manifest`) for spans, several labels, segments and captions.
 
 Every problem in every manifest is collected and reported in one
 `ManifestError`, each as `FILE:LINE: reason`, before any video is decoded: a
@@ -8,8 +9,12 @@ typo on line 90,000 should cost seconds, not the hours of decoding before it.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
+
+from video_tfrecords.ingest import jsonl_manifest
+from video_tfrecords.ingest.jsonl_manifest import Annotation
 
 if TYPE_CHECKING:
     from etils import epath
@@ -21,6 +26,11 @@ MANIFEST_FILES: Mapping[str, tuple[str, ...]] = {
     "train": ("train.txt",),
     "validation": ("val.txt", "validation.txt"),
     "test": ("test.txt",),
+}
+# The JSON Lines manifest of each split (`jsonl_manifest`): a split has one kind or the other.
+JSONL_FILES: Mapping[str, tuple[str, ...]] = {
+    split: tuple(name.removesuffix(".txt") + ".jsonl" for name in names)
+    for split, names in MANIFEST_FILES.items()
 }
 LABELS_FILE = "labels.txt"
 # File extensions of the video containers corpora hold (lower case, without the dot), in the
@@ -50,11 +60,22 @@ class Entry:
     manifest: str  # the manifest file's path, for messages
     line: int  # 1-based line number in `manifest`
     path: str  # the video path exactly as written in the manifest
-    label: str  # the label exactly as written (a class name or an integer id)
+    label: str | None  # the label exactly as written (a class name or an integer id)
+    annotation: Annotation | None = None  # a JSON Lines line's other keys
 
     @property
     def where(self) -> str:
         return f"{self.manifest}:{self.line}"
+
+    def labels(self) -> tuple[str, ...]:
+        """Every label the line names: `label`, then the annotation's labels."""
+        own = () if self.label is None else (self.label,)
+        return own + (self.annotation.all_labels() if self.annotation else ())
+
+    @property
+    def span(self) -> tuple[float, float]:
+        """The part of the video the line stores: (0, inf) for all of it."""
+        return self.annotation.span if self.annotation else (0.0, float("inf"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,10 +84,11 @@ class Dataset:
 
     splits: dict[str, list[Entry]]  # split name -> entries, in manifest order
     class_names: list[str]  # label id i is class_names[i]
-    label_ids: dict[tuple[str, int], int]  # (manifest, line) -> label id
+    ids: dict[str, int]  # every label as written -> its id
 
     def label_id(self, entry: Entry) -> int:
-        return self.label_ids[(entry.manifest, entry.line)]
+        """The entry's `label` id; -1 (TFDS's "no label") for a JSON line without one."""
+        return -1 if entry.label is None else self.ids[entry.label]
 
 
 def parse_line(text: str) -> tuple[str, str] | None:
@@ -96,32 +118,42 @@ def looks_like_video_file(name: str) -> bool:
 
 
 def read_manifest(path: epath.Path) -> tuple[list[Entry], list[str]]:
-    """Returns the entries of one manifest file and its problems."""
+    """Returns the entries of one manifest file (text or JSON Lines) and its problems."""
     entries, problems = [], []
-    text = path.read_text(encoding="utf-8")
     name = str(path)  # once: an epath's str costs more than parsing its line
-    for number, line in enumerate(text.splitlines(), start=1):
-        try:
-            parsed = parse_line(line)
-        except ValueError as e:
-            problems.append(f"{path}:{number}: {e}")
-            continue
-        if parsed is not None:
-            entries.append(Entry(name, number, *parsed))
+    if path.name.endswith(".jsonl"):
+        lines, problems = jsonl_manifest.read_lines(path)
+        entries = [Entry(name, *line) for line in lines]
+    else:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            try:
+                parsed = parse_line(line)
+            except ValueError as e:
+                problems.append(f"{path}:{number}: {e}")
+                continue
+            if parsed is not None:
+                entries.append(Entry(name, number, *parsed))
     if not entries and not problems:
         problems.append(f"{path}:1: the manifest has no video lines")
     return entries, problems
 
 
-def find_manifests(manual_dir: epath.Path) -> dict[str, epath.Path]:
-    """Maps each split that has a manifest in `manual_dir` to that file."""
-    found = {}
-    for split, names in MANIFEST_FILES.items():
-        for name in names:
-            if (manual_dir / name).exists():
-                found[split] = manual_dir / name
-                break
-    return found
+def find_manifests(manual_dir: epath.Path) -> tuple[dict[str, epath.Path], list[str]]:
+    """Maps each split that has a manifest in `manual_dir` to that file; a problem for a split
+    with both a text and a JSON Lines manifest (which one is meant is not for us to guess)."""
+    found, problems = {}, []
+    for split in MANIFEST_FILES:
+        text, lines = (
+            next((manual_dir / n for n in kind[split] if (manual_dir / n).exists()), None)
+            for kind in (MANIFEST_FILES, JSONL_FILES)
+        )
+        if text is not None and lines is not None:
+            problems.append(
+                f"{lines}:1: split {split!r} has a text manifest too ({text}): keep one of them"
+            )
+        if text is not None or lines is not None:
+            found[split] = lines or text
+    return found, problems
 
 
 def read_labels_file(path: epath.Path) -> tuple[list[str], list[str]]:
@@ -145,59 +177,76 @@ def _is_int(label: str) -> bool:
 
 def assign_labels(
     entries: Iterable[Entry], class_names: list[str] | None
-) -> tuple[list[str], dict[tuple[str, int], int], list[str]]:
-    """Maps every entry's label to an id; returns (class names, ids, problems).
+) -> tuple[list[str], dict[str, int], list[str]]:
+    """Maps every label the entries name to an id; returns (class names, ids, problems).
 
     With `class_names` (from labels.txt) a label is a name in it or an id below
     its length. Without, all labels must be of one kind: names -> sorted unique
     names (stable across runs); ids -> names "0".."max id".
     """
-    entries = list(entries)
+    named = [(e.where, label) for e in entries for label in e.labels()]  # (where, label)
     ids, problems = {}, []
     if class_names is not None:
         index = {name: i for i, name in enumerate(class_names)}
-        for e in entries:
-            if e.label in index:
-                ids[(e.manifest, e.line)] = index[e.label]
-            elif _is_int(e.label) and int(e.label) < len(class_names):
-                ids[(e.manifest, e.line)] = int(e.label)
-            elif _is_int(e.label):
+        for where, label in named:
+            if label in index:
+                ids[label] = index[label]
+            elif _is_int(label) and int(label) < len(class_names):
+                ids[label] = int(label)
+            elif _is_int(label):
                 problems.append(
-                    f"{e.where}: label id {e.label} out of range: {LABELS_FILE} has "
+                    f"{where}: label id {label} out of range: {LABELS_FILE} has "
                     f"{len(class_names)} classes (ids 0..{len(class_names) - 1})"
                 )
             else:
-                problems.append(f"{e.where}: label {e.label!r} is not in {LABELS_FILE}")
+                problems.append(
+                    f"{where}: label {label!r} is not in {LABELS_FILE}"
+                    + nearest_class(label, class_names)
+                )
         return class_names, ids, problems
 
-    numeric = [e for e in entries if _is_int(e.label)]
-    named = [e for e in entries if not _is_int(e.label)]
-    if numeric and named:
+    numeric = [(where, label) for where, label in named if _is_int(label)]
+    names = [(where, label) for where, label in named if not _is_int(label)]
+    if numeric and names:
         problems += [
-            f"{e.where}: label {e.label!r} is a class name, but other lines use "
-            f"integer ids (e.g. {numeric[0].where}); use one kind, or add {LABELS_FILE}"
-            for e in named
+            f"{where}: label {label!r} is a class name, but other lines use "
+            f"integer ids (e.g. {numeric[0][0]}); use one kind, or add {LABELS_FILE}"
+            for where, label in names
         ]
         return [], ids, problems
     if numeric:
-        class_names = [str(i) for i in range(max(int(e.label) for e in numeric) + 1)]
-    else:
-        class_names = sorted({e.label for e in named})
-    index = {name: i for i, name in enumerate(class_names)}
-    for e in entries:
-        ids[(e.manifest, e.line)] = int(e.label) if numeric else index[e.label]
-    return class_names, ids, problems
+        class_names = [str(i) for i in range(max(int(label) for _, label in numeric) + 1)]
+        return class_names, {label: int(label) for _, label in numeric}, problems
+    class_names = sorted({label for _, label in names})
+    return class_names, {name: i for i, name in enumerate(class_names)}, problems
+
+
+def nearest_class(label: str, class_names: Sequence[str]) -> str:
+    """`" (did you mean 'x'?)"` for the class name nearest to a label (a typo, another case,
+    spaces for underscores), or nothing when none is near."""
+    folded = {name.casefold().replace("_", " "): name for name in class_names}
+    key = label.casefold().replace("_", " ")
+    near = difflib.get_close_matches(key, list(folded), n=1, cutoff=0.75)
+    return f" (did you mean {folded[near[0]]!r}?)" if near else ""
 
 
 def duplicate_problems(entries: Iterable[Entry]) -> list[str]:
-    """Reports a video listed twice in one split (it would be trained on twice)."""
+    """Reports a video (or one span of it) listed twice in one split (it would be trained on
+    twice). Spans of one video may overlap: each is an example of its own."""
     first_seen, problems = {}, []
     for e in entries:
-        if e.path in first_seen:
-            problems.append(f"{e.where}: {e.path!r} is already listed at {first_seen[e.path]}")
+        key = (e.path, e.span)
+        if key in first_seen:
+            whole = e.annotation is None or e.span == (0.0, float("inf"))
+            span = "" if whole else f" with the same span {_seconds(e.span)}"
+            problems.append(f"{e.where}: {e.path!r} is already listed at {first_seen[key]}{span}")
         else:
-            first_seen[e.path] = e.where
+            first_seen[key] = e.where
     return problems
+
+
+def _seconds(span: tuple[float, float]) -> str:
+    return f"[{span[0]:g} s, {span[1]:g} s)"
 
 
 def read_dataset(manual_dir: epath.PathLike) -> Dataset:
@@ -209,13 +258,14 @@ def read_dataset(manual_dir: epath.PathLike) -> Dataset:
     from etils import epath
 
     manual_dir = epath.Path(manual_dir)
-    manifests = find_manifests(manual_dir)
+    manifests, problems = find_manifests(manual_dir)
     if not manifests:
         expected = ", ".join(n for names in MANIFEST_FILES.values() for n in names)
         raise FileNotFoundError(
-            f"{manual_dir}: no manifest found (expected at least one of {expected})"
+            f"{manual_dir}: no manifest found (expected at least one of {expected}, "
+            "or the same names ending in .jsonl)"
         )
-    problems, splits = [], {}
+    splits = {}
     for split, path in manifests.items():
         entries, split_problems = read_manifest(path)
         splits[split] = entries
@@ -229,7 +279,7 @@ def read_dataset(manual_dir: epath.PathLike) -> Dataset:
     problems += label_problems
     if problems:
         raise ManifestError(problems)
-    return Dataset(splits=splits, class_names=class_names, label_ids=ids)
+    return Dataset(splits=splits, class_names=class_names, ids=ids)
 
 
 def resolve(manual_dir: epath.PathLike, video_path: str) -> epath.Path:

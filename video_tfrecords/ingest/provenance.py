@@ -14,6 +14,7 @@ build the same dataset: a reordered manifest, comments and `num_workers` change 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import hashlib
@@ -38,7 +39,8 @@ BASE_FIELDS = ("name", "version", "release_notes", "supported_versions", "descri
 FEW = 5  # examples of each kind of change a message shows
 STAT_THREADS = 32
 PROBE, SLOW_STAT = 256, 50e-6  # files stat'ed first; seconds a stat that makes threads pay
-VIDEO = ("line", "path", "label", "file", "size", "mtime")  # a video line's fields, in order
+# A manifest line's fields in the record, in order (annotation: a JSON Lines line's other keys).
+VIDEO = ("line", "path", "label", "annotation", "file", "size", "mtime")
 
 
 class StaleDatasetError(RuntimeError):
@@ -82,16 +84,21 @@ def identities(files: Sequence[str]) -> list[tuple]:
         return probe + [one for chunk in found for one in chunk]
 
 
-def cache_keys(record: Mapping, config) -> list[str]:
-    """The cache key (`cache.video_key`) of every video the record found, from its identity
-    as recorded: what the build's encoding cache holds for it."""
-    fields = config.frame_fields()
-    return [
-        cache.identity_key((file, size, mtime), fields, f"{split}/{path}")
+def files_by_path(record: Mapping) -> dict[str, dict[str, tuple]]:
+    """Split -> video path as written -> (resolved file, size, mtime), as the record found it."""
+    return {
+        split: {v[1]: tuple(v[4:]) for v in info["videos"]}
         for split, info in record["splits"].items()
-        for _, path, _, file, size, mtime in info["videos"]
-        if size is not None
-    ]
+    }
+
+
+def _annotation(entry: manifest.Entry) -> dict | None:
+    """A JSON Lines line's annotation as JSON gives it back (None for a text manifest's)."""
+    if entry.annotation is None:
+        return None
+    fields = dataclasses.asdict(entry.annotation)
+    fields["fields"] = sorted(fields["fields"])
+    return json.loads(json.dumps(fields))
 
 
 def _file_record(path: epath.Path) -> dict:
@@ -121,7 +128,7 @@ def collect(manual_dir: epath.PathLike, dataset: manifest.Dataset, config) -> di
     splits = {}
     for split, entries in dataset.splits.items():
         file = _file_record(epath.Path(entries[0].manifest))
-        videos = [[e.line, e.path, e.label, *next(found)] for e in entries]
+        videos = [[e.line, e.path, e.label, _annotation(e), *next(found)] for e in entries]
         splits[split] = {**file, "videos": videos}
     labels_path = manual_dir / manifest.LABELS_FILE
     return {
@@ -228,36 +235,33 @@ def _name(names: list[str], i: int) -> str:
 
 
 def _split_changes(split: str, old: Mapping | None, new: Mapping | None, few: int) -> list[str]:
-    """A split's changes: its manifest's lines added, removed and relabelled, its videos'
-    files replaced."""
+    """A split's changes: its manifest's lines added, removed and changed (another label or
+    annotation, for a video named by one line each side), its videos' files replaced. Lines
+    are compared by content, not number: a reordered manifest is no change."""
     if old is None:
-        return [f"split {split}: a new manifest, {new['file']} ({_count(new['videos'], 'video')})"]
+        return [f"split {split}: a new manifest, {new['file']} ({_count(new['videos'], 'line')})"]
     if new is None:
-        return [
-            f"split {split}: no manifest now (it was {old['file']}, {_count(old['videos'], 'video')})"
-        ]
-    before = {v[1]: dict(zip(VIDEO, v)) for v in old["videos"]}
-    after = {v[1]: dict(zip(VIDEO, v)) for v in new["videos"]}
+        gone = f"{old['file']}, {_count(old['videos'], 'line')}"
+        return [f"split {split}: no manifest now (it was {gone})"]
+    before = [dict(zip(VIDEO, v)) for v in old["videos"]]
+    after = [dict(zip(VIDEO, v)) for v in new["videos"]]
+    added, removed = _unmatched(after, before), _unmatched(before, after)
     here = lambda video: f"{new['file']}:{video['line']}"
-    added = [f"{here(v)}: {v['path']}" for p, v in after.items() if p not in before]
-    removed = [
-        f"{old['file']}:{v['line']}: {v['path']}" for p, v in before.items() if p not in after
+    by_path = lambda videos: collections.Counter(v["path"] for v in videos)
+    once = {p for p, n in by_path(added).items() if n == 1 and by_path(removed)[p] == 1}
+    was = {v["path"]: v for v in removed if v["path"] in once}
+    changed = [f"{here(v)}: {v['path']}: {_line_change(was[v['path']], v)}"
+               for v in added if v["path"] in once]  # fmt: skip
+    added = [f"{here(v)}: {v['path']}" for v in added if v["path"] not in once]
+    removed = [f"{old['file']}:{v['line']}: {v['path']}" for v in removed if v["path"] not in once]
+    files_before = {v["path"]: v for v in before}
+    replaced = [
+        f"{here(v)}: {path}: {change}"
+        for path, v in {v["path"]: v for v in after}.items()
+        if path in files_before and (change := _file_change(files_before[path], v))
     ]
-    relabelled, replaced = [], []
-    for path, video in after.items():
-        was = before.get(path)
-        if was is None:
-            continue
-        if was["label"] != video["label"]:
-            relabelled.append(f"{here(video)}: {path}: label {was['label']} -> {video['label']}")
-        file_change = _file_change(was, video)
-        if file_change:
-            replaced.append(f"{here(video)}: {path}: {file_change}")
     name = os.path.basename(new["file"])
-    kinds = (
-        ("added", added), ("removed (as the build had them)", removed),
-        ("with another label", relabelled),
-    )  # fmt: skip
+    kinds = (("added", added), ("removed (as the build had them)", removed), ("changed", changed))
     lines = [
         f"{name}: {_count(items, 'line')} {kind}: {_few(items, few)}"
         for kind, items in kinds
@@ -266,6 +270,29 @@ def _split_changes(split: str, old: Mapping | None, new: Mapping | None, few: in
     if replaced:
         lines.append(f"{name}: {_count(replaced, 'video file')} changed: {_few(replaced, few)}")
     return lines
+
+
+def _unmatched(lines: list[dict], others: list[dict]) -> list[dict]:
+    """The lines of `lines` whose content (path, label, annotation) `others` does not have as
+    many times."""
+    content = lambda v: json.dumps([v["path"], v["label"], v["annotation"]], sort_keys=True)
+    counts = collections.Counter(map(content, others))
+    unmatched = []
+    for line in lines:
+        if counts[content(line)] > 0:
+            counts[content(line)] -= 1
+        else:
+            unmatched.append(line)
+    return unmatched
+
+
+def _line_change(was: Mapping, now: Mapping) -> str:
+    """How one video's line differs: its label, else its annotation (JSON Lines' keys)."""
+    if was["label"] != now["label"]:
+        return f"label {was['label']} -> {now['label']}"
+    keys = sorted(k for k in {**(was["annotation"] or {}), **(now["annotation"] or {})}
+                  if (was["annotation"] or {}).get(k) != (now["annotation"] or {}).get(k))  # fmt: skip
+    return f"another {', '.join(keys) or 'annotation'}"
 
 
 def _file_change(was: Mapping, now: Mapping) -> str | None:

@@ -1,6 +1,7 @@
 """One build's plan and records: the seam every engine (local, Beam, Spark) builds through.
 
-`BuildRun.plan` turns the manual dir's manifests into one `encoding.Task` per line;
+`BuildRun.plan` turns the manual dir's manifests into one `encoding.Task` per video of a split
+(one per line of a text manifest; a JSON Lines manifest's spans of a video share one);
 an engine encodes them its own way and hands each `encoding.Outcome` to `record`;
 `check_records` closes the records (skip records and notes, in `info.metadata`);
 `summary` is what the user reads at the end, and `remove_cache` the clean-up after it.
@@ -14,10 +15,11 @@ from collections.abc import Mapping
 
 from etils import epath
 
-from video_tfrecords.ingest import cache, encoding, manifest, provenance, summary
+from video_tfrecords.ingest import cache, encoding, manifest, provenance, spans, summary
+from video_tfrecords.records import schema
 from video_tfrecords.util.text import plural
 
-__all__ = ["MANUAL_INSTRUCTIONS", "BuildRun"]
+__all__ = ["MANUAL_INSTRUCTIONS", "BuildRun", "ManualDirError"]
 
 MANUAL_INSTRUCTIONS = """\
 Put into the manual dir (`--manual_dir=DIR`) one manifest per split you want:
@@ -29,7 +31,26 @@ Each line is `{video path} {label}`, e.g. `videos/54838.mp4 1951` or
 or absolute and may contain spaces (the label is the last field). Labels are
 class names or integer class ids. Blank lines and lines starting with # are
 ignored. Optionally add labels.txt: one class name per line, line i = id i.
+For spans of videos, several labels, segments or captions, write train.jsonl
+(val.jsonl, test.jsonl) instead: one JSON object per line, {"path": ..., and
+any of "label", "labels": [...], "start"/"end" (seconds), "segments":
+[{"label", "start", "end"}], "captions": ["text", ...] or [{"text", "start",
+"end"}]}.
 """
+
+
+class ManualDirError(FileNotFoundError):
+    """The manual dir is missing, empty, or holds no manifest: the message says what goes in it."""
+
+
+def manifest_kinds(manual_dir: epath.PathLike) -> frozenset[str] | None:
+    """The annotation kinds the manifests of `manual_dir` give (`spans.feature_kinds`), which
+    decide the stored features; None when they cannot be read (`plan` then says why)."""
+    try:
+        dataset = manifest.read_dataset(epath.Path(manual_dir))
+    except (FileNotFoundError, manifest.ManifestError):
+        return None
+    return spans.feature_kinds(e for entries in dataset.splits.values() for e in entries)
 
 
 class BuildRun:
@@ -42,8 +63,9 @@ class BuildRun:
         self.info, self.config = info, config
         self.cache_dir: epath.Path | None = None  # set by `plan`: nothing is built before
         self.videos_per_split: dict[str, int] = {}
-        self.encoded = {"encoded": 0, "read back": 0}  # videos, as `record` saw them
+        self.tasks: dict[str, list[encoding.Task]] = {}
         self.built_from: dict | None = None  # what the plan read (provenance.collect)
+        self.encoded = {"encoded": 0, "read back": 0}  # videos, as `record` saw them
         self._inputs = None  # (manual dir, its manifests, built_from), read once
 
     @property
@@ -53,33 +75,31 @@ class BuildRun:
     def plan(
         self, manual_dir: epath.PathLike, download_dir: epath.PathLike, decoder_threads: int = 1
     ) -> dict[str, list[encoding.Task]]:
-        """One `encoding.Task` per manifest line, by split, in manifest order.
+        """One `encoding.Task` per video of a split, in manifest order: a text manifest's
+        line, or with JSON Lines annotations one `spans.Part` per line naming the video.
 
         Reads and checks every manifest, sets the class names, empties the skip records
         and notes; the encoding cache goes under `download_dir` (TFDS's download dir).
+        The info's features must store the annotations the manifests give
+        (`schema.features(config, manifest_kinds(manual_dir))`).
         """
         manual_dir = epath.Path(manual_dir)
         dataset, self.built_from = self.read_inputs(manual_dir)
-        self.info.features["label"].names = dataset.class_names
+        files = provenance.files_by_path(self.built_from)
+        kinds = spans.feature_kinds(e for entries in dataset.splits.values() for e in entries)
+        self._name_classes(dataset.class_names, kinds)
         self.metadata["skipped"] = []
         self.metadata["notes"] = []
-        self.videos_per_split = {split: len(entries) for split, entries in dataset.splits.items()}
         self.cache_dir = epath.Path(download_dir) / "video_tfrecords_cache" / self.config.name
-        return {
+        self.tasks = {
             split: [
-                encoding.Task(
-                    split=split,
-                    entry=entry,
-                    label=dataset.label_id(entry),
-                    video_path=video[provenance.VIDEO.index("file")],
-                    config=self.config,
-                    cache_root=str(self.cache_dir),
-                    decoder_threads=decoder_threads,
-                )
-                for entry, video in zip(entries, self.built_from["splits"][split]["videos"])
+                self._task(split, group, dataset, kinds, files[split], decoder_threads)
+                for group in spans.group_by_video(entries)
             ]
             for split, entries in dataset.splits.items()
         }
+        self.videos_per_split = {split: len(videos) for split, videos in self.tasks.items()}
+        return self.tasks
 
     def read_inputs(self, manual_dir: epath.PathLike) -> tuple[manifest.Dataset, dict]:
         """The manual dir's checked manifests, and the record of what a build of them under
@@ -89,7 +109,7 @@ class BuildRun:
             try:
                 dataset = manifest.read_dataset(manual_dir)
             except FileNotFoundError as e:
-                raise FileNotFoundError(f"{e}\n\n{MANUAL_INSTRUCTIONS}") from None
+                raise ManualDirError(f"{e}\n\n{MANUAL_INSTRUCTIONS}") from None
             record = provenance.collect(manual_dir, dataset, self.config)
             self._inputs = (str(manual_dir), dataset, record)
         return self._inputs[1], self._inputs[2]
@@ -113,6 +133,38 @@ class BuildRun:
             )
         examples = sum(split.num_examples for split in self.info.splits.values())
         return provenance.up_to_date_line(name, folder, examples), False
+
+    def _name_classes(self, class_names: list[str], kinds: frozenset[str]) -> None:
+        """Sets the class names of every ClassLabel feature; an error if the features do not
+        store the annotations the manifests give."""
+        features = self.info.features
+        missing = [name for kind in kinds for name in schema.ANNOTATIONS[kind]
+                   if name not in features]  # fmt: skip
+        if missing:
+            raise ValueError(
+                f"The manifests give {', '.join(sorted(kinds))}, but the dataset's features do "
+                f"not store {', '.join(missing)}: make the builder's features from the "
+                "manifests first (Builder.use_manifests)."
+            )
+        features[schema.LABEL].names = class_names
+        if schema.LABELS_KIND in kinds:
+            features[schema.LABELS].feature.names = class_names
+            features[schema.LABEL_SEGMENTS].feature["label"].names = class_names
+
+    def _task(self, split, group, dataset, kinds, files, decoder_threads) -> encoding.Task:
+        """The task of one video of a split: `group`, the entries naming it; `files`: each
+        video path's (file, size, mtime), as the record found them."""
+        parts = tuple(spans.part_of(e, dataset.ids, kinds) for e in group) if kinds else ()
+        return encoding.Task(
+            split=split,
+            entry=group[0],
+            label=dataset.label_id(group[0]),
+            video_path=files[group[0].path][0],
+            config=self.config,
+            cache_root=str(self.cache_dir),
+            decoder_threads=decoder_threads,
+            parts=parts,
+        )
 
     def record(self, outcome: encoding.Outcome) -> None:
         """Keeps the outcome's skip record and note; counts the videos encoded or read back."""
@@ -165,7 +217,13 @@ class BuildRun:
         """After a build, keeps in the cache of encoded videos only what this build read (what
         an --overwrite rebuild reads back), or removes it if the config does not keep it."""
         if self.cache_dir is not None and self.config.keep_cache:
-            keys = provenance.cache_keys(self.built_from, self.config)
+            files = provenance.files_by_path(self.built_from)
+            keys = [
+                encoding.cache_key(task, files[split][task.entry.path])
+                for split, tasks in self.tasks.items()
+                for task in tasks
+                if files[split][task.entry.path][1] is not None  # found when planned
+            ]
             cache.Cache(self.cache_dir).keep_only(keys)
         elif self.cache_dir is not None:
             self.cache_dir.rmtree(missing_ok=True)

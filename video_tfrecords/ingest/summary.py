@@ -7,13 +7,16 @@ interrupted build says that it resumes.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from video_tfrecords.util.text import plural
 
-__all__ = ["build_summary", "interrupted_message", "run_by_tfds_command"]
+__all__ = [
+    "build_summary", "errors_first", "interrupted_message", "print_last", "run_by_tfds_command",
+]
 
 
 def build_summary(
@@ -58,3 +61,36 @@ def run_by_tfds_command() -> bool:
     return os.path.basename(getattr(main, "__file__", "") or "") == "tfds" or (
         spec is not None and spec.name.startswith("tensorflow_datasets.scripts.cli")
     )
+
+
+_LAST: list[str] = []  # what the tfds command prints at exit, in order
+
+
+def print_last(text: str) -> None:
+    """Prints a build's summary so that it is the last thing a user reads: under the tfds
+    command, at exit (after the dataset info TFDS prints when a build returns); else now."""
+    if not run_by_tfds_command():
+        print(text)
+        return
+    if not _LAST:
+        atexit.register(lambda: print("\n\n".join(_LAST), flush=True))
+    _LAST.append(text)
+
+
+def errors_first(previous: Callable) -> Callable:
+    """An excepthook for the tfds command: an error of this package (a bad manifest, config or
+    manual dir, a strict build's stop) is printed as its message alone, each problem first as
+    `FILE:LINE: reason`, not under a traceback through TFDS; any other error as before."""
+
+    def hook(kind, error, trace):
+        if not getattr(kind, "__module__", "").startswith("video_tfrecords."):
+            return previous(kind, error, trace)
+        problems = getattr(error, "problems", None)
+        if problems:
+            lines = [*problems, f"{len(problems)} problem(s) {error.WHAT}: fix them and run again."]
+        else:
+            lines = str(error).splitlines()
+        print("\n".join(f"video_tfrecords: {line}" for line in lines), file=sys.stderr)
+        return None
+
+    return hook

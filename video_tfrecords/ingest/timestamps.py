@@ -100,21 +100,27 @@ class Timing:
     missing: bool = False
     misordered: int = 0
     origin: float | None = None  # the first frame's stamp in seconds (None: unknown)
+    # The video's first frame's stamp, when the frames timed start after a seek: times stay
+    # on the clock of the whole video's. None: the first frame timed is the video's first.
+    origin_stamp: int | None = None
 
     def times(
         self, stamps: Iterable[tuple[int | None, int | None, T]]
     ) -> Iterator[tuple[float, T]]:
         """(seconds, item) for each (pts, dts, item) of the frames in presentation order."""
         chosen = _with_next(best_effort(stamps))
-        origin, time = None, 0.0
+        origin, time = self.origin_stamp, 0.0
+        if origin is not None:
+            self.origin = origin * self.seconds_per_tick
+            time = -math.inf  # no frame before the first one timed
         for index, ((stamp, item), following) in enumerate(chosen):
-            if index == 0:
+            if index == 0 and origin is None:
                 origin = stamp if self.seconds_per_tick else None
                 self.missing = origin is None
                 if origin is not None:
                     self.origin = origin * self.seconds_per_tick
             elif stamp is None or origin is None:
-                time += self.period
+                time = max(time, 0.0) + self.period
                 self.missing = True
             else:
                 own = (stamp - origin) * self.seconds_per_tick

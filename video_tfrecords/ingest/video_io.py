@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import fractions
 import itertools
+import math
 import os
 from collections.abc import Iterator
 from typing import Self
@@ -33,6 +34,7 @@ _ONE_PICTURE_PER_PACKET = {"h264", "hevc", "vp9", "av1", "mjpeg"}
 _ROTATE = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
 _AREA = Interpolation.AREA | Interpolation.FULL_CHR_H_INT
 FALLBACK_FPS = 25.0  # FFmpeg's own guess for a stream that states no rate
+EPSILON = 1e-6  # seconds: a frame this close to a span's start or end is at it
 
 
 class VideoError(Exception):
@@ -136,7 +138,8 @@ class Frame:
 
 
 class Video:
-    """An open video file: `info` at once, then `frames()` once; `damage` filled as they go."""
+    """An open video file: `info` at once, then `frames()` once (or once per span, in time
+    order); `damage` filled as they go."""
 
     def __init__(self, path: str, *, threads: int = 1, deinterlace: bool = True):
         _check_file(path)
@@ -149,12 +152,19 @@ class Video:
             _configure(self._stream, self._threads)
             truncated = file_structure.declared_size(path) > os.path.getsize(path)
             self.damage = Damage(truncated=truncated)
+            self.pictures_decoded = 0  # what decoding cost: pictures out of the decoder
             self._pictures = self._decode()
             first = next(self._pictures, None)
             if first is None:
                 raise VideoError("no frame could be decoded")
             self._first = first
             self.info = _info(self._stream, first)
+            # The video's first frame's stamp: time 0 of every span's frames (None: unknown,
+            # and spans are then found by decoding from the start, not by seeking).
+            tick = first.pts if first.pts is not None else first.dts
+            self._origin = tick if self._stream.time_base and tick is not None else None
+            self.ended = False  # whether the last `frames()` ran to the end of the video
+            self._last_times = (0.0, None)  # the last two frames the last `frames()` timed
         except BaseException:
             self.close()
             raise
@@ -168,29 +178,80 @@ class Video:
     def close(self) -> None:
         self._container.close()
 
-    def frames(self) -> Iterator[Frame]:
-        """Every frame FFmpeg outputs for the stream, in order, going on past damaged packets.
+    def frames(self, start: float = 0.0, end: float = math.inf) -> Iterator[Frame]:
+        """Every frame FFmpeg outputs for the stream, in order, going on past damaged packets;
+        with `start`/`end` (seconds on the frames' clock) only those timed from `start` up to,
+        not including, `end`.
 
         Times are FFmpeg's best-effort timestamps (`timestamps`): the pts, or the dts where the
-        pts go backwards more often. With `deinterlace`, frames FFmpeg flags interlaced come
-        through its bwdif filter, before any resize; times and count stay the same.
+        pts go backwards more often, in seconds from the video's first frame. With
+        `deinterlace`, frames FFmpeg flags interlaced come through its bwdif filter, before any
+        resize; times and count stay the same. A `start` past the first frame seeks to the
+        keyframe before it (`_seek`) and decodes from there: a span costs the decode of its
+        own frames and those from that keyframe on, not of the video before it. `index`
+        counts the frames given, from 0.
         """
         scaler = VideoReformatter()
+        if self._first is not None and (start <= EPSILON or self._origin is None):
+            pictures, origin = itertools.chain([self._first], self._pictures), None
+        else:
+            pictures, origin = self._seek(start), self._origin
+        self._first = None
         self._timing = timing = timestamps.Timing(
             seconds_per_tick=float(self._stream.time_base or 0),
             period=1.0 / self.info.nominal_fps,
+            origin_stamp=origin,
         )
-        pictures = itertools.chain([self._first], self._pictures)
         timed = timing.times((p.pts, p.dts, p) for p in pictures)
         if self._deinterlace:
             timed = deinterlace.deinterlaced(timed, self._threads)
+        self.ended, index, timed_before = False, 0, False
         try:
-            for index, (time, picture) in enumerate(timed):
-                yield Frame(index, time, picture, self.info.rotation, scaler, self._threads)
+            for time, picture in timed:
+                self._last_times = (time, self._last_times[0] if timed_before else None)
+                timed_before = True
+                if time >= end - EPSILON:
+                    return
+                if time >= start - EPSILON:
+                    yield Frame(index, time, picture, self.info.rotation, scaler, self._threads)
+                    index += 1
+            self.ended = True
         except deinterlace.DeinterlaceError as e:
             raise VideoError(f"{e}; deinterlace=False stores the frames as decoded") from None
-        self.damage.timestamps_missing = timing.missing
-        self.damage.timestamps_misordered = timing.misordered
+        finally:
+            self.damage.timestamps_missing |= timing.missing
+            self.damage.timestamps_misordered += timing.misordered
+
+    def _seek(self, start: float) -> Iterator[av.VideoFrame]:
+        """The pictures from the keyframe at or before `start` on: FFmpeg's seek on the stream
+        (backward, keyframes only), checked by the first picture's time. A container whose
+        index misleads (or that cannot seek) is decoded from its start instead."""
+        self._pictures.close()
+        base = self._stream.time_base
+        target = self._origin + math.floor(start / base) if self._origin is not None else None
+        for offset in (target, self._origin):
+            try:
+                if offset is None:
+                    self._container.seek(0)  # no stamps to seek by: from the start
+                else:
+                    self._container.seek(offset, stream=self._stream, backward=True)
+            except av.error.FFmpegError:
+                continue
+            self._pictures = pictures = self._decode()
+            first = next(pictures, None)
+            tick = None if first is None else (first.pts if first.pts is not None else first.dts)
+            late = None not in (tick, self._origin) and (tick - self._origin) * base > start
+            if first is not None and not (late and offset == target != self._origin):
+                return itertools.chain([first], pictures)
+            pictures.close()
+        raise VideoError(f"cannot seek to {start:g} s: FFmpeg found no frame from there")
+
+    @property
+    def end(self) -> float:
+        """When the last frame timed stops showing: its time plus the gap before it (a frame
+        period for a video's only frame). With `ended`, the video's end."""
+        last, before = self._last_times
+        return last + (last - before if before is not None else 1.0 / self.info.nominal_fps)
 
     @property
     def start_seconds(self) -> float:
@@ -217,18 +278,19 @@ class Video:
                     damage.packets_with_errors += 1
             for picture in pictures or ():
                 output += 1
+                self.pictures_decoded += 1
                 damage.corrupt_frames += picture.is_corrupt
                 interlaced = interlaced or picture.interlaced_frame
                 yield picture
         if decoder.codec.canonical_name in _ONE_PICTURE_PER_PACKET and not interlaced:
-            damage.frames_lost = max(0, sent - output)
+            damage.frames_lost += max(0, sent - output)
 
 
-
-def count_frames(path: str, *, threads: int = 1) -> int:
-    """The frames that decode, counted without converting any (container headers can be wrong)."""
+def count_frames(path: str, *, threads: int = 1, start: float = 0.0, end: float = math.inf) -> int:
+    """The frames that decode (from `start` to `end`), counted without converting any
+    (container headers can be wrong)."""
     with Video(path, threads=threads, deinterlace=False) as video:
-        return sum(1 for _ in video.frames())
+        return sum(1 for _ in video.frames(start, end))
 
 
 def _check_file(path: str) -> None:

@@ -2,7 +2,9 @@
 
 Without split folders, `val` and `test` fractions split every class in the same proportions;
 each class is shuffled by its own seeded RNG over its sorted files, so a seed gives the same
-split on every machine, and adding a class does not move the others' videos.
+split on every machine, and adding a class does not move the others' videos. A video is a
+file the build reads (`common.not_a_video`: the video containers, GIF and APNG); every other
+file is listed with its reason in dropped.txt, so nothing under --videos is left out silently.
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ import math
 import os
 import random
 
-from video_tfrecords.make_manifests import common
+from video_tfrecords.make_manifests import common, writer
 
 SPLIT_FOLDERS = ("train", "val", "test")
 
 
-def _listing(folder: str, out: str | None = None) -> tuple[list[str], int]:
-    """The visible subfolders of `folder` but `out`, sorted, and how many videos lie directly in it.
+def _listing(folder: str, ignored: list[str], out: str | None = None) -> tuple[list[str], int]:
+    """The visible subfolders of `folder` but `out`, sorted, and how many videos lie directly in it
+    (its other files go to `ignored`).
 
     `out` may sit in the videos' folder; on a rerun it must not be taken for a class or split.
     """
@@ -30,8 +33,11 @@ def _listing(folder: str, out: str | None = None) -> tuple[list[str], int]:
             if entry.is_dir():
                 if os.path.realpath(entry.path) != out:
                     folders.append(entry.name)
-            elif common.looks_like_video_file(entry.name) and entry.is_file():
-                videos += 1
+            elif entry.is_file():
+                if reason := common.not_a_video(entry.path):
+                    ignored.append(f"{entry.path}: not taken: {reason}")
+                else:
+                    videos += 1
     return sorted(folders), videos
 
 
@@ -56,8 +62,8 @@ def read(
         raise common.AnnotationError([f"{videos}: --videos is not a folder"])
     if not (0 <= val < 1 and 0 <= test < 1 and val + test < 1):
         raise common.AnnotationError([f"--val {val} --test {test}: each >= 0, together < 1"])
-    top, unlabeled = _listing(videos, out)
-    problems, notes = [], []
+    problems, notes, ignored = [], [], []
+    top, unlabeled = _listing(videos, ignored, out)
     layout = {"train": videos}
     if splits := [name for name in SPLIT_FOLDERS if name in top]:
         layout = {split: os.path.join(videos, split) for split in splits}
@@ -70,10 +76,11 @@ def read(
             problems.append(f"{videos}: --val/--test split class folders, but there are splits")
     found = {}  # split -> {class: sorted video paths}
     for split, root in layout.items():
-        class_folders, loose = _listing(root, out) if splits else (top, 0)
+        class_folders, loose = _listing(root, ignored, out) if splits else (top, 0)
         unlabeled += loose
         for name in class_folders:
-            paths = sorted(e.path for e in common.walk_videos(os.path.join(root, name), notes))
+            folder = os.path.join(root, name)
+            paths = sorted(e.path for e in common.walk_videos(folder, notes, ignored))
             if paths:
                 found.setdefault(split, {})[name] = paths
             else:
@@ -93,11 +100,13 @@ def read(
         for name, paths in by_class.items()
         for path in paths
     ]
-    return common.Parsed(classes, items, problems, unlabeled, notes)
+    if ignored:
+        notes.append(f"{len(ignored):,} files not taken for videos (listed in dropped.txt)")
+    return common.Parsed(classes, items, problems, unlabeled, notes, dropped=sorted(ignored))
 
 
 def folders(
     videos: str, out: str, val: float = 0.0, test: float = 0.0, seed: int = 0
 ) -> common.Result:
     """Class folders under `videos` (optionally split by seed) -> manual dir `out`."""
-    return common.convert(read(videos, val, test, seed, out), videos, out)
+    return writer.convert(read(videos, val, test, seed, out), videos, out)

@@ -1,32 +1,27 @@
-"""What every format shares: finding the videos, collecting problems, writing the manual dir.
+"""What every format shares: the annotations' types, reading helpers and finding the videos.
 
-A format module only reads its annotation files into a `Parsed`; `convert` then
+A format module only reads its annotation files into a `Parsed`; `writer.convert` then
 looks every video up in one walk of --videos and checks everything before it
 writes a byte, so a bad line costs seconds and leaves --out as it was.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 
-from video_tfrecords.ingest.manifest import (
-    LABELS_FILE,
-    MANIFEST_FILES,
-    VIDEO_EXTENSIONS,
-    ManifestError,
-    looks_like_video_file,
-)
+from video_tfrecords.ingest.manifest import VIDEO_EXTENSIONS, ManifestError
 
+# Animations FFmpeg decodes as videos, so the build reads them as it reads any container. A
+# `.png` is taken only when it is an APNG, a `.webp` never: FFmpeg decodes still WebP only.
+ANIMATION_EXTENSIONS = ("gif", "apng")
+READABLE_EXTENSIONS = VIDEO_EXTENSIONS + ANIMATION_EXTENSIONS
+STILL_IMAGES = ("png", "jpg", "jpeg", "bmp", "tif", "tiff", "webp", "heic", "avif", "jxl")
 # Extensions in order of preference when one name has several (a re-download as webm next to
-# the mp4, say): the order of VIDEO_EXTENSIONS.
-_EXT_RANK = {ext: rank for rank, ext in enumerate(VIDEO_EXTENSIONS)}
-SPLIT_FILES = {"train": "train.txt", "val": "val.txt", "test": "test.txt"}
-# Every file name the builder reads as a manifest: one left from another run would be built too.
-BUILDER_MANIFESTS = tuple(name for names in MANIFEST_FILES.values() for name in names)
+# the mp4, say): the order of VIDEO_EXTENSIONS, then the animations, then an APNG's png.
+_EXT_RANK = {ext: rank for rank, ext in enumerate((*READABLE_EXTENSIONS, "png"))}
 
 
 class AnnotationError(ManifestError):
@@ -37,16 +32,23 @@ class AnnotationError(ManifestError):
 
 @dataclasses.dataclass(frozen=True)
 class Annotation:
-    """One labelled video of the annotations, and how to find its file."""
+    """One example of the annotations (a labelled video, or a span of one), and how to find
+    its file."""
 
     where: str  # "FILE:LINE" of the annotation, for messages and missing.txt
     split: str  # "train", "val" or "test"
-    label: int  # class id, an index into `Parsed.classes`
+    label: int | None  # class id, an index into `Parsed.classes`; None: `example` says
     stems: tuple[str, ...] = ()  # file names without extension to look for, best first
     path: str | None = None  # the path relative to --videos as annotated, taken when it exists
     ext: str | None = None  # the annotated extension, preferred over the others
     any_case: bool = False  # also match the file name ignoring case
     file: str | None = None  # the video itself, when the format found it (no look-up)
+    # The JSON Lines object's fields after "path" (class names, seconds); None: a text line.
+    example: dict | None = None
+    # Kinetics: the (start, end) seconds written when the file found is one of `span_stems`
+    # (the untrimmed video), which makes the example a JSON Lines one.
+    span: tuple[float, float] | None = None
+    span_stems: tuple[str, ...] = ()
 
     def looked_for(self) -> str:
         names = ([self.path] if self.path else []) + [f"{stem}.*" for stem in self.stems]
@@ -55,32 +57,47 @@ class Annotation:
 
 @dataclasses.dataclass
 class Parsed:
-    """What a format module read: the classes, the labelled videos, and what it left out."""
+    """What a format module read: the classes, the examples, and what it left out or changed."""
 
     classes: list[str]
     annotations: list[Annotation]
     problems: list[str]
     unlabeled: int = 0  # videos the annotations list without a label (not written)
     notes: list[str] = dataclasses.field(default_factory=list)  # lines for the summary
+    # "FILE:LINE: what: reason" of each item read and left out (dropped.txt).
+    dropped: list[str] = dataclasses.field(default_factory=list)
+    # "FILE:LINE: ..." of each span cut to its video's length (clipped.txt); None: the format
+    # states no lengths, and no clipped.txt is written.
+    clipped: list[str] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class Result:
-    """What was written: videos per split, classes, and the videos left out."""
+    """What was written: examples per split, classes, and what was left out."""
 
     out: str
-    splits: dict[str, int]  # split -> videos written ("train", "val", "test")
+    splits: dict[str, int]  # split -> examples written ("train", "val", "test")
     classes: int
     missing: int  # annotated videos not found under --videos (each a line of missing.txt)
     unlabeled: int  # videos listed without a label, not written
     notes: tuple[str, ...] = ()
+    files: dict[str, str] = dataclasses.field(default_factory=dict)  # split -> manifest name
+    details: dict[str, str] = dataclasses.field(default_factory=dict)  # split -> its counts
+    dropped: int = 0  # lines of dropped.txt
+    clipped: int | None = None  # lines of clipped.txt; None: none written
 
     def summary(self) -> str:
+        """One line per split, then the totals and where each record is."""
         lines = [f"wrote {self.out}"]
-        lines += [f"  {split}: {count:,} videos" for split, count in self.splits.items()]
+        for split, count in self.splits.items():
+            what = self.details.get(split) or f"{count:,} videos"
+            lines.append(f"  {split}: {what} -> {self.files.get(split, '?')}")
         lines.append(f"  classes: {self.classes:,}")
-        missing = os.path.join(self.out, "missing.txt")
-        lines.append(f"  missing: {self.missing:,}" + (f" (see {missing})" if self.missing else ""))
+        for name, count in (("missing", self.missing), ("dropped", self.dropped),
+                            ("clipped", self.clipped)):  # fmt: skip
+            if count is not None:
+                record = os.path.join(self.out, f"{name}.txt")
+                lines.append(f"  {name}: {count:,}" + (f" (see {record})" if count else ""))
         lines.append(f"  unlabeled: {self.unlabeled:,}")
         lines += [f"  note: {note}" for note in self.notes]
         lines.append(
@@ -100,6 +117,39 @@ def read_lines(path: str, problems: list[str]) -> list[tuple[int, str]]:
     except OSError as e:
         problems.append(f"{path}: cannot be read ({e.strerror})")
     return []
+
+
+def read_csv(path: str, required: Sequence[str], problems: list[str]) -> list[tuple[int, dict]]:
+    """The rows of a CSV with a header as (line a row starts on, {column: value stripped}).
+
+    Column names are matched in lower case; blank rows are skipped.
+    """
+    rows = []
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            reader = csv.reader(f)
+            header = [name.strip().lower() for name in next(reader, [])]
+            absent = [name for name in required if name not in header]
+            if absent:
+                problems.append(f"{path}:1: header {header} lacks {', '.join(absent)}")
+                return []
+            start = reader.line_num + 1
+            for row in reader:
+                line, start = start, reader.line_num + 1
+                if not any(field.strip() for field in row):
+                    continue
+                if len(row) != len(header):
+                    problems.append(
+                        f"{path}:{line}: {len(row)} fields, the header has "
+                        f"{len(header)} ({','.join(header)})"
+                    )
+                    continue
+                rows.append((line, dict(zip(header, map(str.strip, row), strict=True))))
+    except UnicodeDecodeError as e:
+        problems.append(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})")
+    except (OSError, csv.Error) as e:
+        problems.append(f"{path}: cannot be read ({e})")
+    return rows
 
 
 def ordered_classes(names) -> list[str]:
@@ -145,10 +195,50 @@ def class_problems(classes: Sequence[str], source: str) -> list[str]:
     return problems
 
 
+def _is_apng(path: str) -> bool:
+    """Whether a PNG file is animated: its acTL chunk comes before the first IDAT (APNG spec)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(8) != b"\x89PNG\r\n\x1a\n":
+                return False
+            while len(head := f.read(8)) == 8:
+                kind = head[4:]
+                if kind in (b"acTL", b"IDAT", b"IEND"):
+                    return kind == b"acTL"
+                f.seek(int.from_bytes(head[:4], "big") + 4, os.SEEK_CUR)  # data and CRC
+    except OSError:
+        pass
+    return False
 
 
-def walk_videos(root: str, notes: list[str] | None = None) -> Iterator[os.DirEntry]:
-    """Every video file under `root` (hidden names skipped, symlinked folders followed once)."""
+def not_a_video(path: str) -> str | None:
+    """Why the build would not read file `path` as a video, or None when it would.
+
+    By extension: the containers of VIDEO_EXTENSIONS and the animations FFmpeg decodes; a
+    still image (which FFmpeg reads as one frame) is not a video, an APNG named .png is.
+    """
+    stem, ext = stem_and_extension(os.path.basename(path))
+    ext = (ext or "").lower()
+    if stem and ext in READABLE_EXTENSIONS:
+        return None
+    if stem and ext == "png" and _is_apng(path):
+        return None
+    if ext == "webp":
+        return "a WebP image: FFmpeg decodes still WebP only, not an animated one"
+    if ext in STILL_IMAGES:
+        return f"a still image (.{ext}), not a video"
+    return f"not a video container or animation by its extension ({ext or 'none'})"
+
+
+def walk_videos(
+    root: str, notes: list[str] | None = None, ignored: list[str] | None = None
+) -> Iterator[os.DirEntry]:
+    """Every video file under `root` (hidden names skipped, symlinked folders followed once).
+
+    With `ignored`, every other file is appended to it as "PATH: why not"; without, files are
+    judged by extension alone (an APNG named .png is not opened: a folder of extracted PNG
+    frames would cost a read each).
+    """
     seen, stack = set(), [root]
     while stack:
         folder = stack.pop()
@@ -169,8 +259,16 @@ def walk_videos(root: str, notes: list[str] | None = None) -> Iterator[os.DirEnt
                 continue
             if entry.is_dir():
                 stack.append(entry.path)
-            elif looks_like_video_file(name) and entry.is_file():
+            elif not entry.is_file():
+                continue
+            elif ignored is None:
+                stem, ext = stem_and_extension(name)
+                if stem and (ext or "").lower() in READABLE_EXTENSIONS:
+                    yield entry
+            elif (reason := not_a_video(entry.path)) is None:
                 yield entry
+            else:
+                ignored.append(f"{entry.path}: not taken: {reason}")
 
 
 class VideoIndex:
@@ -190,7 +288,7 @@ class VideoIndex:
 
         The rule, in order: the annotated path itself; the first stem with any file (exact
         case, then any case if `a.any_case`); the annotated extension; then VIDEO_EXTENSIONS'
-        order. Files still tied (one name in two folders) are all returned.
+        order, then the animations'. Files still tied (one name in two folders) are all returned.
         """
         if a.path is not None:
             exact = os.path.join(self.root, *a.path.split("/"))
@@ -217,91 +315,3 @@ class VideoIndex:
             for stem, paths in self.by_stem.items():
                 self._by_lower_stem.setdefault(stem.lower(), []).extend(paths)
         return self._by_lower_stem
-
-
-def path_problem(path: str) -> str | None:
-    """Why `path` cannot be a manifest line's path, or None."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return "its name is not valid UTF-8"
-    if path.splitlines() != [path] or path != path.strip():
-        return "its name has a line break or spaces at an end, which a manifest cannot hold"
-    return None
-
-
-def convert(parsed: Parsed, videos: str, out: str) -> Result:
-    """Finds the videos of `parsed`, checks everything, then writes the manual dir `out`."""
-    problems = list(parsed.problems) + class_problems(parsed.classes, "classes")
-    if not os.path.isdir(videos):
-        raise AnnotationError([*problems, f"{videos}: --videos is not a folder"])
-    index = None
-    notes = list(parsed.notes)
-    if any(a.file is None for a in parsed.annotations):
-        index = VideoIndex(videos)
-        notes += index.notes
-    lines = {split: [] for split in SPLIT_FILES}
-    missing, claimed = [], {}
-    for a in parsed.annotations:
-        found = [a.file] if a.file is not None else index.find(a)
-        if not found:
-            missing.append(f"{a.where}: {a.looked_for()}")
-            continue
-        if len(found) > 1:
-            problems.append(f"{a.where}: several videos match: {', '.join(sorted(found))}")
-            continue
-        path = found[0] if a.file is None else os.path.abspath(a.file)  # index paths: absolute
-        reason = path_problem(path)
-        if reason:
-            problems.append(f"{a.where}: {path}: {reason}")
-        elif path in claimed:
-            problems.append(f"{a.where}: {path} is already the video of {claimed[path]}")
-        else:
-            claimed[path] = a.where
-            lines[a.split].append(f"{path} {a.label}\n")
-    if not parsed.annotations and not problems:
-        problems.append(f"the annotations label no video ({parsed.unlabeled:,} unlabeled)")
-    elif not claimed and not problems:
-        problems.append(
-            f"{videos}: none of the {len(parsed.annotations):,} annotated videos is there "
-            f"(the first looked for: {parsed.annotations[0].looked_for()})"
-        )
-    for split, split_lines in lines.items():
-        if not split_lines and any(a.split == split for a in parsed.annotations):
-            notes.append(f"{split}: no video found, no {SPLIT_FILES[split]} written")
-    written = {SPLIT_FILES[split]: text for split, text in lines.items() if text}
-    if os.path.exists(out) and not os.path.isdir(out):
-        problems.append(f"{out}: --out is a file, not a folder")
-    for name in BUILDER_MANIFESTS:
-        if name not in written and os.path.isfile(os.path.join(out, name)):
-            problems.append(
-                f"{os.path.join(out, name)}: a manifest this run does not write, which the build "
-                "would read too; remove it or choose another --out"
-            )
-    if problems:
-        raise AnnotationError(problems)
-    written[LABELS_FILE] = [name + "\n" for name in parsed.classes]
-    written["missing.txt"] = [line + "\n" for line in missing]
-    os.makedirs(out, exist_ok=True)
-    write_files(out, written)
-    return Result(
-        out=out,
-        splits={split: len(text) for split, text in lines.items() if text},
-        classes=len(parsed.classes),
-        missing=len(missing),
-        unlabeled=parsed.unlabeled,
-        notes=tuple(notes),
-    )
-
-
-def write_files(out: str, files: dict[str, list[str]]) -> None:
-    """Writes every file into a temporary folder in `out`, then moves each into place."""
-    staging = tempfile.mkdtemp(prefix=".make_manifests-", dir=out)
-    try:
-        for name, lines in files.items():
-            with open(os.path.join(staging, name), "w", encoding="utf-8", newline="\n") as f:
-                f.writelines(lines)
-        for name in files:
-            os.replace(os.path.join(staging, name), os.path.join(out, name))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 
-from video_tfrecords.make_manifests import common
+from video_tfrecords.make_manifests import common, writer
 
 SPLIT_FILE = re.compile(r"(.+)_test_split(\d+)\.txt")
 FLAGS = {"1": "train", "2": "test"}
@@ -58,4 +58,4 @@ def read(annotations: str, fold: int = 1) -> common.Parsed:
 
 def hmdb51(annotations: str, videos: str, out: str, fold: int = 1) -> common.Result:
     """HMDB51 split files in `annotations` (fold 1-3), videos under `videos` -> manual dir `out`."""
-    return common.convert(read(annotations, fold), videos, out)
+    return writer.convert(read(annotations, fold), videos, out)

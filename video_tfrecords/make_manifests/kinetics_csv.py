@@ -2,15 +2,18 @@
 
 Rows are `label,youtube_id,time_start,time_end,split[,is_cc]`; labels hold spaces,
 parentheses and commas (quoted). A video is `{youtube_id}_{start:06d}_{end:06d}.EXT` (the
-downloaders' name) or `{youtube_id}.EXT`, anywhere under --videos.
+downloaders' name) or `{youtube_id}.EXT`, anywhere under --videos. The trimmed name holds
+just the clip and is written whole; `{youtube_id}.EXT` is taken for the YouTube video, so its
+example keeps `start`/`end` (time_start/time_end) and its split is written as JSON Lines
+(`writer`). Where ID.EXT files are clips already (some mirrors name them so), `no_spans` writes
+them whole: a span of 10-20 s in a 10 s clip would be empty.
 """
 
 from __future__ import annotations
 
-import csv
 import os
 
-from video_tfrecords.make_manifests import common
+from video_tfrecords.make_manifests import common, writer
 
 CSV_SPLITS = {"train.csv": "train", "validate.csv": "val", "test.csv": "test"}
 REQUIRED = ("youtube_id", "time_start", "time_end")
@@ -25,35 +28,7 @@ def _seconds(text: str) -> int | None:
     return int(value) if value.is_integer() and value >= 0 else None
 
 
-def _read_csv(path: str, problems: list[str]) -> tuple[list[tuple[int, dict]], bool]:
-    """The rows of one CSV as (line, {column: value}), and whether any row has a label."""
-    rows = []
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            reader = csv.reader(f)
-            header = [name.strip().lower() for name in next(reader, [])]
-            absent = [name for name in REQUIRED if name not in header]
-            if absent:
-                problems.append(f"{path}:1: header {header} lacks {', '.join(absent)}")
-                return [], False
-            for row in reader:
-                if not any(field.strip() for field in row):
-                    continue
-                if len(row) != len(header):
-                    problems.append(
-                        f"{path}:{reader.line_num}: {len(row)} fields, the header has "
-                        f"{len(header)} ({','.join(header)})"
-                    )
-                    continue
-                rows.append((reader.line_num, dict(zip(header, map(str.strip, row), strict=True))))
-    except UnicodeDecodeError as e:
-        problems.append(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})")
-    except (OSError, csv.Error) as e:
-        problems.append(f"{path}: cannot be read ({e})")
-    return rows, any(row.get("label") for _, row in rows)
-
-
-def read(annotations: str) -> common.Parsed:
+def read(annotations: str, no_spans: bool = False) -> common.Parsed:
     """Reads the CSVs there are; a split without labels (Kinetics' test) is counted, not kept."""
     present = [n for n in CSV_SPLITS if os.path.isfile(os.path.join(annotations, n))]
     if not present:
@@ -63,8 +38,8 @@ def read(annotations: str) -> common.Parsed:
     problems, notes, unlabeled, labelled = [], [], 0, []
     for name in present:
         path = os.path.join(annotations, name)
-        rows, has_labels = _read_csv(path, problems)
-        if has_labels:
+        rows = common.read_csv(path, REQUIRED, problems)
+        if any(row.get("label") for _, row in rows):
             labelled.append((path, CSV_SPLITS[name], rows))
         elif rows:
             unlabeled += len(rows)
@@ -92,10 +67,13 @@ def read(annotations: str) -> common.Parsed:
                 )
             else:
                 stems = (f"{video_id}_{start:06d}_{end:06d}", video_id)
-                items.append(common.Annotation(where, split, ids[row["label"]], stems))
+                label, span = ids[row["label"]], (float(start), float(end))
+                untrimmed = () if no_spans else (video_id,)
+                items.append(common.Annotation(where, split, label, stems, span=span,
+                                               span_stems=untrimmed))  # fmt: skip
     return common.Parsed(classes, items, problems, unlabeled, notes)
 
 
-def kinetics(annotations: str, videos: str, out: str) -> common.Result:
+def kinetics(annotations: str, videos: str, out: str, no_spans: bool = False) -> common.Result:
     """Kinetics CSVs in `annotations`, videos under `videos` -> manual dir `out`."""
-    return common.convert(read(annotations), videos, out)
+    return writer.convert(read(annotations, no_spans), videos, out)

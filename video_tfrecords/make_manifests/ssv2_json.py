@@ -7,64 +7,16 @@ brackets too); the video is `{id}.webm` anywhere under --videos. test.json has n
 
 from __future__ import annotations
 
-import json
 import os
-import re
 
-from video_tfrecords.make_manifests import common
+from video_tfrecords.make_manifests import common, writer
+from video_tfrecords.make_manifests.json_source import json_items
 
 JSON_SPLITS = {"train.json": "train", "validation.json": "val", "test.json": "test"}
-_SPACE = re.compile(r"\s*")
 
 
 def _class_name(template: str) -> str:
     return template.replace("[", "").replace("]", "")
-
-
-def json_items(path: str, problems: list[str]) -> list[tuple[int, object, object]]:
-    """(line, key or index, value) of each item of the file's top-level list or object.
-
-    json.load would give no line numbers, and an error should name the line.
-    """
-    try:
-        with open(path, encoding="utf-8-sig") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        problems.append(f"{path}: cannot be read ({e})")
-        return []
-    decoder, items, line, counted = json.JSONDecoder(), [], 1, 0
-
-    def line_at(pos: int) -> int:
-        nonlocal line, counted
-        line, counted = line + text.count("\n", counted, pos), pos
-        return line
-
-    pos = _SPACE.match(text).end()
-    if text[pos : pos + 1] not in ("[", "{"):
-        problems.append(f"{path}:{line_at(pos)}: expected a JSON list or object")
-        return []
-    close = "]" if text[pos] == "[" else "}"
-    pos = _SPACE.match(text, pos + 1).end()
-    try:
-        while text[pos : pos + 1] != close:
-            start, key = pos, len(items)
-            if close == "}":
-                key, pos = decoder.raw_decode(text, pos)
-                pos = _SPACE.match(text, pos).end()
-                if not isinstance(key, str) or text[pos : pos + 1] != ":":
-                    raise json.JSONDecodeError("expected a key and ':'", text, pos)
-                pos = _SPACE.match(text, pos + 1).end()
-            value, pos = decoder.raw_decode(text, pos)
-            items.append((line_at(start), key, value))
-            pos = _SPACE.match(text, pos).end()
-            if text[pos : pos + 1] == ",":
-                pos = _SPACE.match(text, pos + 1).end()
-            elif text[pos : pos + 1] != close:
-                raise json.JSONDecodeError(f"expected ',' or '{close}'", text, pos)
-    except json.JSONDecodeError as e:
-        problems.append(f"{path}:{e.lineno}: not valid JSON ({e.msg}, column {e.colno})")
-        return []
-    return items
 
 
 def _classes(path: str, problems: list[str]) -> list[str]:
@@ -127,4 +79,4 @@ def read(annotations: str) -> common.Parsed:
 
 def ssv2(annotations: str, videos: str, out: str) -> common.Result:
     """SSv2 JSON files in `annotations`, videos under `videos` -> manual dir `out`."""
-    return common.convert(read(annotations), videos, out)
+    return writer.convert(read(annotations), videos, out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 
-from video_tfrecords.make_manifests import common
+from video_tfrecords.make_manifests import common, writer
 
 
 def _classes(path: str, problems: list[str]) -> list[str]:
@@ -91,4 +91,4 @@ def read(annotations: str, fold: int = 1) -> common.Parsed:
 
 def ucf101(annotations: str, videos: str, out: str, fold: int = 1) -> common.Result:
     """UCF101 lists in `annotations` (fold 1-3), videos under `videos` -> manual dir `out`."""
-    return common.convert(read(annotations, fold), videos, out)
+    return writer.convert(read(annotations, fold), videos, out)

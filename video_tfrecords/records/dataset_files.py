@@ -1,5 +1,8 @@
 """Finding a prepared TFDS dataset and reading what TFDS wrote about it, without TensorFlow.
 
+TFDS (which loads no TensorFlow either) is imported only where it is used, when a reader finds
+its dataset: a pickled reader (a spawned DataLoader worker) does not load it at all.
+
 TFDS's own readers (`tfds.data_source`, `builder_from_directory`) build the
 features' decoders, and the Video feature needs TensorFlow. This module reads
 the files TFDS writes next to the shards instead: `dataset_info.json` for the
@@ -12,8 +15,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-
-import tensorflow_datasets as tfds
 
 from video_tfrecords.records.schema import DATASET_NAME
 
@@ -38,6 +39,8 @@ BUILT_FROM = "built_from.json"  # what the build was made from (ingest/provenanc
 
 def default_data_dir() -> str:
     """TFDS's default data dir (TFDS_DATA_DIR, else ~/tensorflow_datasets), as tfds.load uses."""
+    import tensorflow_datasets as tfds
+
     return tfds.core.constants.get_default_data_dir()
 
 
@@ -45,8 +48,11 @@ def _subfolders(path: str) -> list[str]:
     return sorted(e.name for e in os.scandir(path) if e.is_dir()) if os.path.isdir(path) else []
 
 
-def _versions(config_dir: str) -> list[tfds.core.Version]:
-    """The complete versions prepared in a folder (those with a dataset_info.json)."""
+def _versions(config_dir: str) -> list:
+    """The complete versions prepared in a folder (those with a dataset_info.json), as TFDS's
+    `Version`s."""
+    import tensorflow_datasets as tfds
+
     versions = []
     for name in _subfolders(config_dir):
         if os.path.isfile(os.path.join(config_dir, name, "dataset_info.json")):
@@ -61,6 +67,8 @@ def default_config(name: str, dataset_root: str | None = None) -> str | None:
     """The config tfds.load picks for `name`: the registered builder's first, else the default
     that TFDS's build wrote in `dataset_root/.config/metadata.json` (a reader that never
     imported the builder); None for a dataset without configs."""
+    import tensorflow_datasets as tfds
+
     try:
         configs = tfds.builder_cls(name).BUILDER_CONFIGS
     except tfds.core.DatasetNotFoundError:
@@ -158,6 +166,8 @@ class Shards:
 
 def split_shards(dataset_dir: str, split: str, info: dict | None = None) -> Shards:
     """The shard files of `split`, named as TFDS names them; an error lists the splits."""
+    import tensorflow_datasets as tfds
+
     info = info if info is not None else read_info(dataset_dir)
     splits = {s["name"]: s for s in info.get("splits", [])}
     if split not in splits:

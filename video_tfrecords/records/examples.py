@@ -31,6 +31,7 @@ class StoredExample:
     inputs: dict  # keyword arguments of `decode_np.sample_np` besides the frames and seed
     scalars: dict  # the other scalar features: str for Text, else NumPy scalars
     where: Callable[[], str]  # names the video, record and shard, for messages
+    annotations: dict | None = None  # what `clips.labels.annotate` reads (2.4.0 on)
 
 
 class SplitExamples:
@@ -66,6 +67,7 @@ class SplitExamples:
             if feature.is_scalar and name not in schema.REQUIRED
         }
         self.label_names = dataset_files.read_label_names(dataset_dir)
+        self.kinds = schema.annotation_kinds(self.features)
         self._new_fingerprint_cache()
 
     def __len__(self) -> int:
@@ -149,8 +151,34 @@ class SplitExamples:
             if name in parsed and len(parsed[name])
         }
         return StoredExample(
-            frames, int(parsed[schema.LABEL][0]), filename, inputs, scalars, where
-        )
+            frames, int(parsed[schema.LABEL][0]), filename, inputs, scalars, where,
+            self._annotations(parsed),
+        )  # fmt: skip
+
+    def _annotations(self, parsed: dict) -> dict | None:
+        """The stored labels with their segments, and captions, as `clips.labels.annotate`
+        reads them; None for a dataset without them."""
+        if not self.kinds & {schema.LABELS_KIND, schema.CAPTIONS_KIND}:
+            return None
+        floats = lambda name: np.asarray(parsed.get(name, ()), np.float64)
+        found = {"timestamps": floats(schema.TIMESTAMPS)}
+        if schema.LABELS_KIND in self.kinds:
+            segments = schema.LABEL_SEGMENTS
+            found.update(
+                labels=np.asarray(parsed.get(schema.LABELS, ()), np.int64),
+                segment_label=np.asarray(parsed.get(f"{segments}/label", ()), np.int64),
+                segment_start=floats(f"{segments}/start"),
+                segment_end=floats(f"{segments}/end"),
+                num_classes=len(self.label_names or ()),
+            )
+        if schema.CAPTIONS_KIND in self.kinds:
+            captions = schema.CAPTIONS
+            found.update(
+                text=[bytes(t) for t in parsed.get(f"{captions}/text", ())],
+                start=floats(f"{captions}/start"),
+                end=floats(f"{captions}/end"),
+            )
+        return found
 
     def _input(self, parsed: dict, feature: str, where):
         """One clip input from the record: the frames' times, a scalar, or the audio's samples

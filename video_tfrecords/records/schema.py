@@ -2,26 +2,32 @@
 and which features a clip reads. A new stored field is added here; the build and every reader
 follow (`features`, `clip_inputs`).
 
-Imports no TensorFlow: `features` builds TFDS's feature objects, which load it only to read.
+Imports neither TensorFlow nor TFDS: `features` imports TFDS to build its feature objects (which
+load TensorFlow only to read), so a reader that only names features loads neither.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import tensorflow_datasets as tfds
+
+if TYPE_CHECKING:
+    import tensorflow_datasets as tfds
 
 __all__ = [
     "DATASET_NAME",
     "DATASET_VERSION",
     "RELEASE_NOTES",
     "REQUIRED",
+    "annotation_kinds",
     "clip_inputs",
     "features",
 ]
 
 DATASET_NAME = "video_tfrecords"
 # The dataset's version (the builder's VERSION); a config without one gets it.
-DATASET_VERSION = "2.3.0"
+DATASET_VERSION = "2.4.0"
 RELEASE_NOTES = {
     "1.0.0": "Initial release.",
     "2.0.0": "Decoded with FFmpeg (PyAV): display aspect, per-frame timestamps, colour "
@@ -34,6 +40,10 @@ RELEASE_NOTES = {
     "HMDB51), interlaced frames deinterlaced (bwdif; deinterlace=False keeps them as "
     "decoded); with audio_rate, each example's audio on the frames' clock (audio, "
     "has_audio, audio_rate).",
+    "2.4.0": "JSON Lines manifests (train.jsonl, ...): a span of a video per example "
+    "(span_start, span_end; only its frames and audio are decoded and stored), several "
+    "labels with their segments (labels, label_segments), captions (captions). Builds from "
+    "text manifests keep the features of 2.3.0.",
 }
 
 # Feature names.
@@ -48,9 +58,21 @@ AUDIO = "audio"
 AUDIO_RATE = "audio_rate"
 SEGMENT = "segment"
 REQUIRED = (VIDEO, LABEL, FILENAME)  # what makes a dataset a video_tfrecords one
+# What JSON Lines manifests add (2.4.0 on), by kind of annotation: only the kinds a build's
+# manifests give are stored, so that a build from text manifests keeps the features it had.
+SPAN_START, SPAN_END = "span_start", "span_end"
+LABELS, LABEL_SEGMENTS, CAPTIONS = "labels", "label_segments", "captions"
+SPANS_KIND, LABELS_KIND, CAPTIONS_KIND = "spans", "labels", "captions"
+ANNOTATIONS = {
+    SPANS_KIND: (SPAN_START, SPAN_END),
+    LABELS_KIND: (LABELS, LABEL_SEGMENTS),
+    CAPTIONS_KIND: (CAPTIONS,),
+}
 
 
 def _scalar(dtype, doc: str) -> tfds.features.Scalar:
+    import tensorflow_datasets as tfds
+
     return tfds.features.Scalar(dtype, doc=doc)
 
 
@@ -65,6 +87,8 @@ def _audio_features(config) -> dict:
     in TFDS 4.9.10 it hands an array to the writer unencoded, so it can store int16 only
     as an int64 list.
     """
+    import tensorflow_datasets as tfds
+
     if config.audio_rate is None:
         return {}
     return {
@@ -80,13 +104,56 @@ def _audio_features(config) -> dict:
     }
 
 
-def features(config) -> tfds.features.FeaturesDict:
-    """The stored features of a dataset built with `config` (a `VideoConfig`)."""
+def _timed(**more) -> tfds.features.Sequence:
+    """A list of things with a `start` and an `end` in seconds on the frames' clock."""
+    import tensorflow_datasets as tfds
+
+    doc = "Seconds on the clock of `timestamps`."
+    seconds = {key: _scalar(np.float32, doc) for key in ("start", "end")}
+    return tfds.features.Sequence({**more, **seconds})
+
+
+def _annotation_features(kinds) -> dict:
+    """The features of the annotation `kinds` a build's manifests give (`ANNOTATIONS`)."""
+    import tensorflow_datasets as tfds
+
+    found = {}
+    if SPANS_KIND in kinds:
+        found[SPAN_START] = _scalar(
+            np.float32, "Where the example's span starts in the source video, seconds (0: at its "
+            "first frame; its first stored frame is the first at or after it)."
+        )  # fmt: skip
+        found[SPAN_END] = _scalar(
+            np.float32, "Where the span ends (its frames are before it), seconds; clipped to "
+            "the video's end."
+        )  # fmt: skip
+    if LABELS_KIND in kinds:
+        found[LABELS] = tfds.features.Sequence(
+            tfds.features.ClassLabel(),
+            doc="Every label of the example (`label`, `labels`, its segments'), each once.",
+        )
+        found[LABEL_SEGMENTS] = _timed(label=tfds.features.ClassLabel())
+    if CAPTIONS_KIND in kinds:
+        found[CAPTIONS] = _timed(text=tfds.features.Text())
+    return found
+
+
+def annotation_kinds(names) -> frozenset[str]:
+    """The annotation kinds whose features are all among the feature `names`."""
+    return frozenset(kind for kind, own in ANNOTATIONS.items() if set(own) <= set(names))
+
+
+def features(config, kinds=frozenset()) -> tfds.features.FeaturesDict:
+    """The stored features of a dataset built with `config` (a `VideoConfig`) from manifests
+    that give the annotation `kinds` (`ANNOTATIONS`; none for text manifests)."""
+    import tensorflow_datasets as tfds  # here: a reader that only names features never loads it
+
     size = config.size
     frame_shape = (None, *size, 3) if size else (None, None, None, 3)
     return tfds.features.FeaturesDict(
         {
             **_audio_features(config),
+            **_annotation_features(kinds),
             VIDEO: tfds.features.Video(frame_shape, encoding_format="jpeg"),
             LABEL: tfds.features.ClassLabel(),
             FILENAME: tfds.features.Text(),

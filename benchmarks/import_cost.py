@@ -1,0 +1,78 @@
+"""What `from video_tfrecords import ClipSource` costs a fresh process (each spawned DataLoader
+worker pays it): wall and CPU seconds, and whether it loads TensorFlow, PyAV or the builder.
+
+    python benchmarks/run.py imports                      # this checkout
+    python benchmarks/run.py imports --against OLD_TREE   # and another checkout, interleaved
+
+`--against` takes the root of another checkout of the package (e.g. `git worktree add
+/tmp/old 906e725`): both trees are imported by a fresh interpreter in turn, round after round,
+and the table gives the ratio of their per-round times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from timing import ROOT, arguments, interleave, log, median, ratio, table
+
+STATEMENTS = {
+    "ClipSource": "from video_tfrecords import ClipSource",
+    "package": "import video_tfrecords",
+}
+HEAVY = ("tensorflow", "av", "video_tfrecords.video_tfrecords_dataset_builder")
+PROBE = """
+import json, resource, sys, time
+start = time.perf_counter()
+exec({statement!r})
+wall = time.perf_counter() - start
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({{"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+                   "loaded": [m for m in {heavy!r} if m in sys.modules]}}))
+"""
+
+
+def measure(tree: str, statement: str) -> dict:
+    """One fresh interpreter importing from `tree`: its seconds and the heavy modules it loaded.
+    CPU counts the whole process (the interpreter's own start-up included)."""
+    env = dict(os.environ, PYTHONPATH=tree, TF_CPP_MIN_LOG_LEVEL="3")
+    code = PROBE.format(statement=statement, heavy=HEAVY)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd="/", check=True
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def main() -> None:
+    parser = arguments(__doc__, "imports")  # --out: accepted, nothing is written
+    parser.add_argument("--against", default=None, help="the root of another checkout")
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    rounds = 3 if args.quick else args.rounds
+    trees = {"this tree": ROOT}
+    if args.against:
+        trees["--against"] = os.path.abspath(args.against)
+    rows = []
+    for what, statement in STATEMENTS.items():
+        log(f"{what}: {statement}")
+        results = interleave(
+            {name: (lambda t=tree: measure(t, statement)) for name, tree in trees.items()}, rounds
+        )
+        walls = {name: [r["wall"] for r in runs] for name, runs in results.items()}
+        cpus = {name: [r["cpu"] for r in runs] for name, runs in results.items()}
+        for name in trees:
+            loaded = ", ".join(results[name][0]["loaded"]) or "none"
+            compared = str(ratio(walls[name], walls["this tree"])) if name != "this tree" else ""
+            rows.append([
+                f"`{statement}`", name, f"{median(walls[name]):.3f}", f"{median(cpus[name]):.3f}",
+                compared, loaded,
+            ])
+    header = ["statement", "tree", "import s (median)", "process CPU s", "import vs this tree",
+              "TF / PyAV / builder loaded"]
+    print("\n".join(table(header, rows)))
+
+
+if __name__ == "__main__":
+    main()

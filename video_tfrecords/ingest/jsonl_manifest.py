@@ -1,0 +1,215 @@
+"""Reads a JSON Lines manifest (`train.jsonl`, ...): one object per video or part of a video.
+
+Each line is an object with `path` and any of `label` (one class), `labels` (several),
+`start`/`end` (seconds on the video's clock: the example holds only that span), `segments`
+(`[{"label", "start", "end"}]`: labels with the time they are seen) and `captions`
+(`["text", ...]` or `[{"text", "start", "end"}]`). Times are seconds from the video's first
+frame, as the stored `timestamps` are (Charades, ActivityNet and MSR-VTT annotate so).
+
+Every problem is reported as `FILE:LINE: reason`, all at once, like the text manifests':
+bytes that are not UTF-8, a line that is not a JSON object, unknown keys (with the nearest
+known one), a value of the wrong kind, a negative time, `start >= end`. Labels are checked
+against `labels.txt` by `manifest.assign_labels`, with every other manifest's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from etils import epath
+
+KEYS = ("path", "label", "labels", "start", "end", "segments", "captions")
+_TIMED = ("start", "end")
+
+
+@dataclasses.dataclass(frozen=True)
+class Annotation:
+    """What a JSON Lines line says beyond `path` and `label`; times in seconds."""
+
+    labels: tuple[str, ...] = ()  # `labels`, as written (names or ids)
+    start: float | None = None  # the span's start, None: the video's first frame
+    end: float | None = None  # the span's end, None: the video's end
+    segments: tuple[tuple[str, float, float], ...] = ()  # (label, start, end)
+    captions: tuple[tuple[str, float | None, float | None], ...] = ()  # (text, start, end)
+    fields: frozenset[str] = frozenset()  # the keys the line had (which features it asks for)
+
+    @property
+    def span(self) -> tuple[float, float]:
+        """(start, end) of the span, the whole video being (0, inf)."""
+        return (self.start or 0.0, math.inf if self.end is None else self.end)
+
+    def all_labels(self) -> tuple[str, ...]:
+        """`labels`, then each segment's label."""
+        return self.labels + tuple(label for label, _, _ in self.segments)
+
+
+class LineError(ValueError):
+    """One line's problems (each a reason, without FILE:LINE)."""
+
+    def __init__(self, reasons: list[str]):
+        self.reasons = reasons
+        super().__init__("; ".join(reasons))
+
+
+def decode_lines(data: bytes) -> list[tuple[int, str | None, str | None]]:
+    """(line number, text, problem) for each line of `data`: a line that is not UTF-8 gives
+    None and where its first bad byte is."""
+    lines = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            lines.append((number, raw.decode("utf-8").rstrip("\r"), None))
+        except UnicodeDecodeError as e:
+            byte = raw[e.start]
+            problem = f"not UTF-8: byte 0x{byte:02x} at column {e.start + 1} ({e.reason})"
+            lines.append((number, None, problem))
+    return lines
+
+
+def parse_object(text: str) -> tuple[str, str | None, Annotation] | None:
+    """(path, label, annotation) of one line; None for a blank line. Raises LineError."""
+    if not text.strip():
+        return None
+    try:
+        line = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise LineError([f"not JSON: {e.msg} at column {e.colno}"]) from None
+    if not isinstance(line, dict):
+        raise LineError([f'expected a JSON object {{"path": ...}}, got {type(line).__name__}'])
+    reasons = [_unknown(key) for key in line if key not in KEYS]
+    reasons += [f"{where} is not valid Unicode (a lone surrogate)" for where in _surrogates(line)]
+    path = line.get("path")
+    if not isinstance(path, str) or not path.strip():
+        reasons.append('"path" must be a non-empty string (the video, as in a text manifest)')
+    label = _label(line["label"], '"label"', reasons) if "label" in line else None
+    labels = []
+    if "labels" in line:
+        if isinstance(line["labels"], list):
+            labels = [_label(v, f'"labels"[{i}]', reasons) for i, v in enumerate(line["labels"])]
+        else:
+            reasons.append('"labels" must be a list of class names or ids')
+    start, end = (_time(line, key, reasons) if key in line else None for key in _TIMED)
+    if start is not None and end is not None and start >= end:
+        reasons.append(f'"start" ({start:g}) must be before "end" ({end:g})')
+    segments = _items(line, "segments", reasons, _segment)
+    captions = _items(line, "captions", reasons, _caption)
+    if reasons:
+        raise LineError(reasons)
+    annotation = Annotation(
+        labels=tuple(labels),
+        start=start,
+        end=end,
+        segments=tuple(segments),
+        captions=tuple(captions),
+        fields=frozenset(line) - {"path", "label"},
+    )
+    return path, label, annotation
+
+
+def read_lines(path: epath.Path) -> tuple[list[tuple[int, str, str | None, Annotation]], list]:
+    """(line number, path, label, annotation) for each video line of a JSON Lines manifest,
+    and its problems."""
+    lines, problems, name = [], [], str(path)
+    for number, text, problem in decode_lines(path.read_bytes()):
+        if problem is not None:
+            problems.append(f"{name}:{number}: {problem}")
+            continue
+        try:
+            parsed = parse_object(text)
+        except LineError as e:
+            problems += [f"{name}:{number}: {reason}" for reason in e.reasons]
+            continue
+        if parsed is not None:
+            lines.append((number, *parsed))
+    return lines, problems
+
+
+def _unknown(key: str) -> str:
+    near = difflib.get_close_matches(key, KEYS, n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return f"unknown key {key!r}{hint}; known keys: {', '.join(KEYS)}"
+
+
+def _surrogates(value, where: str = "") -> list[str]:
+    """Where strings (keys or values) hold lone surrogates, which UTF-8 cannot store."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return [where or "a string"]
+        return []
+    if isinstance(value, dict):
+        return [w for k, v in value.items() for w in _surrogates(k, "a key") + _surrogates(v, k)]
+    if isinstance(value, list):
+        return [w for item in value for w in _surrogates(item, where)]
+    return []
+
+
+def _label(value, what: str, reasons: list[str]) -> str | None:
+    """A label as written: a non-empty string or an int id >= 0 (kept as its digits)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return str(value)
+    if isinstance(value, str) and value.strip() == value and value:
+        return value
+    reasons.append(f"{what} holds {value!r}: a class name (no outer spaces) or an id >= 0")
+    return None
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _time(line: dict, key: str, reasons: list[str], within: str = "") -> float | None:
+    value = line[key]
+    if _is_number(value) and value >= 0:
+        return float(value)
+    reasons.append(f'{within}"{key}" must be a number of seconds >= 0, got {value!r}')
+    return None
+
+
+def _items(line: dict, key: str, reasons: list[str], parse) -> list:
+    """The parsed items of list `key` (none when absent); a problem for each bad one."""
+    if key not in line:
+        return []
+    if not isinstance(line[key], list):
+        reasons.append(f'"{key}" must be a list')
+        return []
+    items = [parse(item, f"{key}[{i}]: ", reasons) for i, item in enumerate(line[key])]
+    return [item for item in items if item is not None]
+
+
+def _timed(item, within: str, needed: tuple[str, ...], reasons: list[str]):
+    """(start, end) of a list item that must hold exactly `needed`; None with its problems."""
+    if not isinstance(item, dict) or set(item) != set(needed):
+        shown = sorted(item) if isinstance(item, dict) else type(item).__name__
+        reasons.append(f"{within}expected an object with keys {', '.join(needed)}, got {shown}")
+        return None
+    before = len(reasons)
+    start, end = (_time(item, key, reasons, within) for key in _TIMED)
+    if len(reasons) == before and start >= end:
+        reasons.append(f'{within}"start" ({start:g}) must be before "end" ({end:g})')
+    return None if len(reasons) > before else (start, end)
+
+
+def _segment(item, within: str, reasons: list[str]):
+    times = _timed(item, within, ("label", "start", "end"), reasons)
+    if times is None:
+        return None
+    label = _label(item["label"], f'{within}"label"', reasons)
+    return None if label is None else (label, *times)
+
+
+def _caption(item, within: str, reasons: list[str]):
+    if isinstance(item, str):
+        return (item, None, None)
+    times = _timed(item, within, ("text", "start", "end"), reasons)
+    if times is None:
+        return None
+    if not isinstance(item["text"], str):
+        reasons.append(f'{within}"text" must be a string, got {item["text"]!r}')
+        return None
+    return (item["text"], *times)

@@ -1,0 +1,86 @@
+"""What a record stores beyond ClipSource's output: its frames' times, count and size.
+
+Read with the package's TF-free record readers (`shard_reader`, `example_parser`)
+from the files TFDS wrote; each record's CRC32C is checked as it is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from video_tfrecords.clips import jpeg
+from video_tfrecords.records import dataset_files, example_parser, schema, shard_reader
+
+__all__ = ["SplitRecords", "StoredVideo"]
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredVideo:
+    """One record's video as stored: what `show` titles and `report` counts."""
+
+    label: int
+    filename: str
+    num_frames: int
+    times: np.ndarray  # float64 [num_frames], seconds (stored timestamps, else i / fps)
+    fps: float | None
+    frame_size: tuple[int, int] | None  # (h, w) from the first frame's JPEG header
+    segment: int
+    record_bytes: int
+    has_audio: bool | None  # None: the dataset stores no audio
+
+    @property
+    def duration(self) -> float:
+        """Seconds the stored frames cover: the last one's time plus one frame period."""
+        if not self.num_frames:
+            return 0.0
+        period = 1 / self.fps if self.fps else 0.0
+        return float(self.times[-1] - self.times[0]) + period
+
+
+def _first(parsed: dict, name: str, default=None):
+    values = parsed.get(name)
+    return values[0] if values is not None and len(values) else default
+
+
+class SplitRecords:
+    """The records of one split of a prepared dataset folder, by index."""
+
+    def __init__(self, dataset_dir: str, split: str):
+        self.split = split
+        self.reader = shard_reader.SplitReader(dataset_files.split_shards(dataset_dir, split))
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def video(self, index: int) -> StoredVideo:
+        """Record `index` of the split (an error names its file if it is not an Example)."""
+        record = self.reader.read(index)
+        try:
+            parsed = example_parser.parse_example(record)
+        except ValueError as e:
+            raise ValueError(f"{self.reader.where(index)}, split {self.split!r}: {e}") from e
+        frames = parsed.get(schema.VIDEO) or ()
+        fps = _first(parsed, schema.FPS)
+        fps = float(fps) if fps else None
+        stamps = parsed.get(schema.TIMESTAMPS)
+        if stamps is not None and len(stamps) == len(frames):
+            times = np.asarray(stamps, np.float64)
+        else:
+            times = np.arange(len(frames), dtype=np.float64) / (fps or 1.0)
+        name = _first(parsed, schema.FILENAME, b"")
+        return StoredVideo(
+            label=int(_first(parsed, schema.LABEL, -1)),
+            filename=bytes(name).decode("utf-8", "replace"),
+            num_frames=len(frames),
+            times=times,
+            fps=fps,
+            frame_size=jpeg.jpeg_size(frames[0]) if len(frames) else None,
+            segment=int(_first(parsed, schema.SEGMENT, 0)),
+            record_bytes=len(memoryview(record).cast("B")),
+            has_audio=None if "has_audio" not in parsed else bool(_first(parsed, "has_audio")),
+        )
+
+    def close(self) -> None:
+        self.reader.close()
