@@ -200,3 +200,32 @@ def test_files_stated_in_threads_are_those_stated_in_one(manual, monkeypatch):
     monkeypatch.setattr(provenance, "SLOW_STAT", 0.0)  # as on a network file system
     assert provenance.identities(files) == one_thread
     assert one_thread[8][1:] == (None, None) and one_thread[0][1] == 100
+
+
+def test_json_lines_are_compared_by_content(manual):
+    (manual / "train.txt").unlink()
+    spans = [
+        {"path": "videos/v0.mp4", "label": "c0", "start": 0, "end": 1, "captions": ["a cat"]},
+        {"path": "videos/v0.mp4", "label": "c1", "start": 1, "end": 2},
+        {"path": "videos/v1.mp4", "label": "c1"},
+    ]
+    write = lambda lines: (manual / "train.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines)
+    )
+    write(spans)
+    old = record(manual)
+    write(spans[::-1])  # reordered: the same lines
+    assert provenance.differences(old, record(manual)) == []
+    spans[0]["captions"] = ["a dog"]
+    spans.append({"path": "videos/v0.mp4", "label": "c0", "start": 2, "end": 3})
+    write(spans)
+    train = str(manual / "train.jsonl")
+    assert provenance.differences(old, record(manual)) == [
+        f"train.jsonl: 2 lines added: {train}:1: videos/v0.mp4; {train}:4: videos/v0.mp4",
+        f"train.jsonl: 1 line removed (as the build had them): {train}:1: videos/v0.mp4",
+    ]
+    spans.pop()
+    write(spans)
+    assert provenance.differences(old, record(manual)) == [
+        f"train.jsonl: 1 line changed: {train}:1: videos/v0.mp4: another captions"
+    ]
