@@ -1,5 +1,5 @@
 """What `from video_tfrecords import ClipSource` costs a fresh process (each spawned DataLoader
-worker pays it): wall and CPU seconds, and whether it loads TensorFlow, PyAV or the builder.
+worker pays it): wall and CPU seconds, and whether it loads TensorFlow, TFDS, PyAV or the builder.
 
     python benchmarks/run.py imports                      # this checkout
     python benchmarks/run.py imports --against OLD_TREE   # and another checkout, interleaved
@@ -22,7 +22,7 @@ STATEMENTS = {
     "ClipSource": "from video_tfrecords import ClipSource",
     "package": "import video_tfrecords",
 }
-HEAVY = ("tensorflow", "av", "video_tfrecords.video_tfrecords_dataset_builder")
+HEAVY = ("tensorflow", "tensorflow_datasets", "av", "video_tfrecords.video_tfrecords_dataset_builder")
 PROBE = """
 import json, resource, sys, time
 start = time.perf_counter()
@@ -64,13 +64,15 @@ def main() -> None:
         cpus = {name: [r["cpu"] for r in runs] for name, runs in results.items()}
         for name in trees:
             loaded = ", ".join(results[name][0]["loaded"]) or "none"
-            compared = str(ratio(walls[name], walls["this tree"])) if name != "this tree" else ""
+            against = name != "this tree"
             rows.append([
                 f"`{statement}`", name, f"{median(walls[name]):.3f}", f"{median(cpus[name]):.3f}",
-                compared, loaded,
+                str(ratio(walls[name], walls["this tree"])) if against else "",
+                str(ratio(cpus[name], cpus["this tree"])) if against else "",
+                loaded,
             ])
-    header = ["statement", "tree", "import s (median)", "process CPU s", "import vs this tree",
-              "TF / PyAV / builder loaded"]
+    header = ["statement", "tree", "import s (median)", "process CPU s", "import s / this tree's",
+              "CPU s / this tree's", "heavy modules loaded"]
     print("\n".join(table(header, rows)))
 
 
