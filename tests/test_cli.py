@@ -123,7 +123,12 @@ def test_a_build_that_skips_a_video_exits_0_and_ends_with_a_summary(tmp_path):
     assert skipped["path"] == "videos/broken.mp4" and skipped["reason"].startswith("not a video")
     # The summary is the last thing printed (after TFDS's dataset info).
     last = result.stdout.rstrip().splitlines()
-    assert last[-5].startswith("video_tfrecords/default/") and last[-1].startswith("  Why each")
+    assert last[-6].startswith("video_tfrecords/default/") and last[-1].startswith("  Why each")
+    cache = data_dir / "downloads" / "video_tfrecords_cache" / "default"
+    assert last[-2] == (
+        "  The encoding cache is kept for a rebuild (about the dataset's size again; "
+        f"keep_cache=False removes it): {cache}"
+    )
     # One bar a split, of the videos its manifest lists; TFDS's own bars are off.
     for split, listed in (("train", 4), ("validation", 2), ("test", 1)):
         assert re.search(rf"{split} videos: 100%\S* *\| *{listed}/{listed} ", result.stderr), split

@@ -166,7 +166,8 @@ def test_a_change_is_refused_then_rebuilt_encoding_only_what_changed(
     cache = data_dir / "downloads" / "video_tfrecords_cache" / NAME
     told = f"{encodes} video{'s' * (encodes != 1)} encoded, {videos - encodes} read back from "
     said = capsys.readouterr().out  # (a build that read nothing back says nothing of it)
-    assert (f"\n  {told}the encoding cache ({cache})\n" in said) == (videos > encodes)
+    assert (f"\n  {told}the cache\n" in said) == (videos > encodes)
+    assert f"keep_cache=False removes it): {cache}\n" in said
     clean = tmp_path / "clean"
     build(new_manual, clean, keep_cache=False, **fields)
     assert not (clean / "downloads" / "video_tfrecords_cache").exists()

@@ -195,18 +195,24 @@ class BuildRun:
                 )
 
     def summary(self, dataset_dir: epath.PathLike, examples: Mapping[str, int]) -> str:
-        """The build's closing lines: per split, examples written, videos skipped or noted."""
+        """The build's closing lines: per split, examples written, videos skipped or noted;
+        the videos encoded and read back, and where the kept encoding cache is."""
         info_path = str(epath.Path(dataset_dir) / "metadata.json")
-        text = summary.build_summary(
-            self.info.full_name, self.videos_per_split, examples, self.metadata, info_path
-        )
-        if self.encoded["read back"]:  # a resumed build or a rebuild (not told on Beam)
-            encoded, reused = self.encoded["encoded"], self.encoded["read back"]
-            text += (
-                f"\n  {plural(encoded, 'video')} encoded, {reused} read back from the encoding "
-                f"cache ({self.cache_dir})"
+        encoded, reused = self.encoded["encoded"], self.encoded["read back"]
+        cache_lines = []
+        if reused:  # a resumed build or a rebuild (not told on Beam)
+            cache_lines.append(
+                f"{plural(encoded, 'video')} encoded, {reused} read back from the cache"
             )
-        return text
+        if self.config.keep_cache and self.cache_dir is not None:
+            cache_lines.append(
+                "The encoding cache is kept for a rebuild (about the dataset's size again; "
+                f"keep_cache=False removes it): {self.cache_dir}"
+            )
+        return summary.build_summary(
+            self.info.full_name, self.videos_per_split, examples, self.metadata, info_path,
+            cache_lines,
+        )  # fmt: skip
 
     def interrupted(self) -> str:
         """The one line an interrupted build prints: how many videos the cache keeps."""

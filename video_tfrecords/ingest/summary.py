@@ -10,7 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from video_tfrecords.util.text import plural
 
@@ -25,9 +25,10 @@ def build_summary(
     examples: Mapping[str, int],
     metadata: Mapping[str, list],
     info_path: str,
+    cache: Sequence[str] = (),
 ) -> str:
-    """Lines: per split, videos listed, examples written, videos skipped and noted; where
-    the records of the skips and notes are."""
+    """Lines: per split, videos listed, examples written, videos skipped and noted; `cache`,
+    what the build read back and kept; where the records of the skips and notes are."""
     lines = [f"{name}: built from your manifests."]
     for split, listed in videos.items():
         skipped = sum(1 for r in metadata.get("skipped", ()) if r["split"] == split)
@@ -37,6 +38,7 @@ def build_summary(
             f"{plural(listed - skipped, 'video')} of {listed} listed; {skipped} skipped, "
             f"{noted} kept with a note"
         )
+    lines += [f"  {line}" for line in cache]
     if any(metadata.get(kind) for kind in ("skipped", "notes")):
         lines.append(
             f"  Why each was skipped or noted: info.metadata['skipped'] and ['notes'] "
