@@ -141,3 +141,42 @@ def test_workers_end_when_the_build_process_is_killed(tmp_path):
     while any(alive(pid) for pid in workers) and time.time() < deadline:
         time.sleep(0.2)
     assert not any(alive(pid) for pid in workers)
+
+
+def mark_then_sleep(item):
+    """Marks its start in the folder `item[0]`, then sleeps `item[2]` seconds."""
+    folder, index, seconds = item
+    with open(os.path.join(folder, str(index)), "w"):
+        pass
+    time.sleep(seconds)
+    return index
+
+
+def test_ctrl_c_stops_busy_and_idle_workers_without_tracebacks(tmp_path):
+    # One worker runs a long item, the other has finished its item and waits for work.
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from test_parallel import mark_then_sleep, dead
+        from video_tfrecords.engines import parallel
+        items = [({str(tmp_path)!r}, 0, 60), ({str(tmp_path)!r}, 1, 0)]
+        try:
+            list(parallel.ordered_map(mark_then_sleep, items, num_workers=2, on_death=dead))
+        except KeyboardInterrupt:
+            print("interrupted")
+        """
+    )
+    build = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,  # Ctrl-C reaches the whole process group
+    )  # fmt: skip
+    deadline = time.time() + 60
+    while len(os.listdir(tmp_path)) < 2:
+        assert time.time() < deadline and build.poll() is None
+        time.sleep(0.1)
+    time.sleep(1.0)  # the second worker is back waiting for work
+    os.killpg(build.pid, signal.SIGINT)
+    stdout, stderr = build.communicate(timeout=30)
+    assert stdout.strip() == "interrupted"
+    assert "Traceback" not in stderr, stderr

@@ -84,14 +84,14 @@ _END = object()
 
 
 def _submit(pool: ProcessPoolExecutor, fn, item) -> Future:
-    """`pool.submit(fn, item)`; a pool that broke meanwhile gives a future holding the break.
+    """`fn(item)` submitted to the pool; a pool that broke meanwhile gives a future holding the break.
 
     A worker can die while the caller holds a yielded result; `submit` then
     raises at once, and the item must take the same retry path as those in flight.
     """
     try:
         with _main_script_hidden():  # submit() is where workers are started
-            return pool.submit(fn, item)
+            return pool.submit(_call, fn, item)
     except BrokenProcessPool as broken:
         future = Future()
         future.set_exception(broken)
@@ -131,15 +131,30 @@ def _start_worker(parent: int, initializer: Callable[[], None] | None) -> None:
     pool, and its workers would wait for work forever, each holding its memory.
     """
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
-    signal.signal(signal.SIGINT, _stop_quietly)
+    signal.signal(signal.SIGINT, _on_interrupt)
     if initializer is not None:
         initializer()
 
 
-def _stop_quietly(signum, frame) -> None:
-    """Ctrl-C in a worker: the build process reports the interruption once; a worker, busy or
-    waiting for work, ends without a traceback of its own (SystemExit prints none)."""
-    raise SystemExit(128 + signum)
+_RUNNING = False  # in a worker: whether it runs a task now
+
+
+def _call(fn, item):
+    """A task in a worker, marked as running for `_on_interrupt`."""
+    global _RUNNING
+    _RUNNING = True
+    try:
+        return fn(item)
+    finally:
+        _RUNNING = False
+
+
+def _on_interrupt(signum, frame) -> None:
+    """Ctrl-C in a worker: a running task stops as a KeyboardInterrupt handed back to the build
+    process, which reports the interruption once and shuts the pool down; a worker waiting for
+    work lets it (interrupted there, it would print a traceback of its own and break the pool)."""
+    if _RUNNING:
+        raise KeyboardInterrupt
 
 
 def _exit_when_orphaned(parent: int) -> None:
