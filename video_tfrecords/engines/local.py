@@ -18,6 +18,7 @@ class LocalEngine:
         self.run = run
         self.num_workers = parallel.worker_count(num_workers)
         self._outcomes = None  # the worker pool of the split being written
+        self._bar = None  # and its progress bar
 
     @property
     def decoder_threads(self) -> int:
@@ -48,6 +49,7 @@ class LocalEngine:
             initializer=encoding.init_worker,
         )
         with progress.bar(total=len(tasks), desc=f"{split} videos") as bar:
+            self._bar = bar
             for task in ordered:
                 outcome = encoding.encode(task) if task.entry.path in done else next(encoded)
                 encoding.report(outcome, self.run.config.strict)
@@ -61,8 +63,11 @@ class LocalEngine:
         """Nothing left once TFDS wrote the splits: the records are in `info` already."""
 
     def close(self) -> None:
+        """Stops the workers and ends the bar's line (an interrupted build's message follows)."""
         if self._outcomes is not None:
             self._outcomes.close()
+        if self._bar is not None:
+            self._bar.close()
 
 
 def on_worker_death(task: encoding.Task, exitcode: int) -> encoding.Outcome:
