@@ -54,7 +54,8 @@ LINES = {
         {"path": "a.mp4", "labels": ["walk"], "segments": [
             {"label": "open", "start": 0.02, "end": 0.42},
             {"label": "close", "start": 1.42, "end": 1.82}]},
-        {"path": "b.mp4", "labels": [], "segments": [{"label": "walk", "start": 0.62, "end": 1.02}]},
+        {"path": "b.mp4", "labels": [], "segments": [
+            {"label": "walk", "start": 0.62, "end": 1.02}]},
         {"path": "c.mp4", "labels": ["close", "open"]},
     ],
     "captions": [
@@ -117,6 +118,7 @@ class Built:
 
     def __init__(self, kind, builder):
         self.kind, self.builder = kind, builder
+        self.name = builder.builder_config.name
         self.dataset_dir = builder.data_dir
         self.num_classes = (
             builder.info.features["labels"].feature.num_classes
@@ -197,23 +199,20 @@ def read(reader: str, build: Built, clip: dict) -> list[dict]:
         return [source[i] for i in range(BATCH)]
     if reader == "tfds_decoder":
         decoder = ClipDecoder(seed=SEED, **clip)
-        ds = build.builder.as_dataset(
-            "train", decoders={"video": decoder}, shuffle_files=False
-        )  # fmt: skip
+        ds = build.builder.as_dataset("train", decoders={"video": decoder}, shuffle_files=False)
         return list(tfds.as_numpy(ds.take(BATCH)))
     if reader == "tfds_features":
         decoder = ClipDecoder(seed=SEED, **clip)
-        ds = build.builder.as_dataset(
-            "train", decoders={"video": EncodedFrames()}, shuffle_files=False
-        )  # fmt: skip
+        frames = {"video": EncodedFrames()}  # left encoded: decode_features samples them
+        ds = build.builder.as_dataset("train", decoders=frames, shuffle_files=False)
         ds = ds.map(lambda e: decoder.decode_features(e, num_classes=build.num_classes))
         return list(tfds.as_numpy(ds.take(BATCH)))
     dtype = tf.float32 if reader.endswith("float32") else tf.uint8
     training = clip["mode"] == "random"
     ds = clip_dataset(
         "train", training=training, batch_size=BATCH, seed=SEED,
-        data_dir=build.builder.data_dir_root, builder_kwargs={"config": build.builder.builder_config.name},
-        dtype=dtype, **clip,
+        data_dir=build.builder.data_dir_root, builder_kwargs={"config": build.name}, dtype=dtype,
+        **clip,
     )  # fmt: skip
     inputs, labels = next(iter(tfds.as_numpy(ds.take(1))))
     inputs = inputs if isinstance(inputs, dict) else {"video": inputs}
@@ -293,23 +292,22 @@ def assert_same(row: dict, reference: dict, reader: str, kind: str) -> None:
             assert text(row[name]) == text(reference[name]), (reader, name)
 
 
-def find_reference(row: dict, references: list[dict], reader: str, kind: str) -> dict:
-    """The reference example a (shuffled) clip_dataset row is: the one of its pixels."""
+def find_reference(row: dict, references: list[dict], reader: str, kind: str) -> int:
+    """The index of the reference example a (shuffled) clip_dataset row equals."""
     video = row["video"]
     if video.dtype == np.float32:
         video = np.rint(video * 255).astype(np.uint8)
-    same = [ref for ref in references if np.array_equal(ref["video"], video)]
-    if not same:  # say how far the nearest is
-        nearest = min(references, key=lambda r: np.abs(r["video"] - video.astype(int)).max())
-        assert_same(row, nearest, reader, kind)
-    for ref in same[:-1]:
+    same = [i for i, ref in enumerate(references) if np.array_equal(ref["video"], video)]
+    nearest = min(np.abs(ref["video"] - video.astype(int)).max() for ref in references)
+    assert same, f"{reader}: a clip of no example's pixels (nearest: {nearest} grey levels off)"
+    errors = []
+    for index in same:  # (two examples may show the same frames: then either may be the row)
         try:
-            assert_same(row, ref, reader, kind)
-            return ref
-        except AssertionError:
-            continue
-    assert_same(row, same[-1], reader, kind)
-    return same[-1]
+            assert_same(row, references[index], reader, kind)
+            return index
+        except AssertionError as error:
+            errors.append(error)
+    raise errors[0]
 
 
 # -- independent checks of ClipSource's output -----------------------------------------------
@@ -317,8 +315,7 @@ def find_reference(row: dict, references: list[dict], reader: str, kind: str) ->
 
 def line_of(kind: str, example: dict) -> dict:
     """The manifest line an example was built from (by its video and span start)."""
-    name = example["filename"].rsplit("/", 1)[-1]
-    start = round(float(example.get("span_start", 0.0)), 3)
+    name, start = example_key(example)
     if kind == "text":
         return {"path": name, "label": dict(TEXT_LINES)[name]}
     (line,) = [
@@ -326,6 +323,11 @@ def line_of(kind: str, example: dict) -> dict:
         if line["path"] == name and round(line.get("start", 0.0), 3) == start
     ]  # fmt: skip
     return line
+
+
+def example_key(example: dict) -> tuple[str, float]:
+    """(video file name, span start) of a ClipSource example."""
+    return example["filename"].rsplit("/", 1)[-1], round(float(example.get("span_start", 0)), 3)
 
 
 def whole_labels(example: dict) -> np.ndarray:
@@ -433,14 +435,29 @@ def test_reader_matrix(built, stored_times, reader, kind, arguments):
     references = [source[i] for i in range(len(source))]
     rows = read(reader, build, clip)
     assert len(rows) == BATCH
-    for k, row in enumerate(rows):
+    for row in rows:
         check_shapes(row, kind, clip, reader)
-        if reader.startswith("clip_dataset") and clip["mode"] == "random":
-            find_reference(row, references, reader, kind)  # shuffled
-        else:
-            assert_same(row, references[k], reader, kind)
+    if reader.startswith("clip_dataset") and clip["mode"] == "random":  # shuffled: match them
+        found = [find_reference(row, references, reader, kind) for row in rows]
+        assert len(set(found)) == BATCH, found  # an epoch holds each example once
+    else:
+        for row, reference in zip(rows, references):
+            assert_same(row, reference, reader, kind)
     if reader == "source":
         times = stored_times(kind)
         for example in references:
-            key = (example["filename"].rsplit("/", 1)[-1], round(float(example.get("span_start", 0.0)), 3))
-            check_against_manifest(kind, example, clip, times[key])
+            check_against_manifest(kind, example, clip, times[example_key(example)])
+
+
+def test_the_issues_call_gives_float_clips_beside_captions(built):
+    """Issue 47's own call on a captioned build: it failed before its first batch."""
+    build = built("captions")
+    ds = clip_dataset(
+        "train", num_frames=8, batch_size=2, seed=0, crop_size=(112, 112),
+        data_dir=build.builder.data_dir_root, builder_kwargs={"config": build.name},
+    )  # fmt: skip
+    inputs, labels = next(iter(ds))
+    assert inputs["video"].dtype == tf.float32 and inputs["video"].shape == (2, 8, 112, 112, 3)
+    assert 0 <= float(tf.reduce_min(inputs["video"])) <= float(tf.reduce_max(inputs["video"])) <= 1
+    assert inputs["caption"].dtype == tf.string and inputs["caption"].shape == (2,)
+    assert labels.dtype == tf.int64 and labels.shape == (2,)

@@ -80,8 +80,9 @@ class ClipDecoder(tfds.decode.Decoder):
     size when the feature fixes it).
 
     With `fps` or `audio`, the clip depends on each frame's timestamp (and the
-    example's audio), which a TFDS feature decoder does not see: load the video
-    undecoded and map `decode_features` over the examples instead:
+    example's audio), and with labels="clip", `captions` or `segment` on the
+    example's annotations, which a TFDS feature decoder does not see (it refuses
+    them): load the video undecoded and map `decode_features` over the examples:
 
         ds = tfds.load(..., decoders={"video": EncodedFrames()})
         ds = ds.map(ClipDecoder(16, fps=30, audio=True).decode_features)

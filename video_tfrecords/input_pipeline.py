@@ -131,8 +131,9 @@ def clip_dataset(
         data_dir: TFDS data directory.
         builder_kwargs: {"config": ..., "version": ...}: which prepared variant to read.
         num_epochs: number of passes; None = forever in training, 1 in eval.
-        dtype: tf.float32 (default) gives values in [0, 1]; tf.uint8 keeps raw
-            bytes (4x less memory; normalise on the accelerator).
+        dtype: tf.float32 (default) gives clips of values in [0, 1] (beside audio and
+            captions too); tf.uint8 keeps raw bytes (4x less memory; normalise on the
+            accelerator).
         num_parallel_calls: batches decoded at once (each in one of tf.data's
             threads); the output order does not depend on it.
         name: registered TFDS dataset name (a `Video(encoding_format="jpeg")`
