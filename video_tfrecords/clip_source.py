@@ -16,7 +16,7 @@ from video_tfrecords.clips import backends, decode_np, keys, labels
 from video_tfrecords.clips.epoch_sampler import EpochSampler
 from video_tfrecords.clips.plan import clip_key
 from video_tfrecords.clips.spec import ClipSpec, check_non_negative_int, is_int
-from video_tfrecords.records import dataset_files
+from video_tfrecords.records import dataset_files, schema
 from video_tfrecords.records.checksums import CorruptRecordError
 from video_tfrecords.records.examples import SplitExamples, StoredExample
 
@@ -102,9 +102,18 @@ class ClipSource:
         self.dataset_dir = str(dataset_dir)
         self.split = split
         self.examples = SplitExamples(self.dataset_dir, split, check_records=check_records)
+        self._check_annotations()
         self.audio_channels = self.examples.audio_channels() if self.spec.audio else None
         self._range = dataset_files.index_range(len(self.examples), shard_index, num_shards)
         self._epoch = 0
+
+    def _check_annotations(self) -> None:
+        """The clip arguments that read annotations name ones the dataset stores."""
+        kinds = self.examples.kinds
+        labels.check_stored(
+            self.spec, labels=schema.LABELS_KIND in kinds, captions=schema.CAPTIONS_KIND in kinds,
+            where=self.dataset_dir,
+        )  # fmt: skip
 
     # What the stored examples tell, for readers built on a source (clip_dataset, benchmarks).
     features = property(lambda self: self.examples.features)

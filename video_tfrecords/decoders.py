@@ -30,7 +30,7 @@ import tensorflow_datasets as tfds
 # A process that decodes with TFDS asks it for the dataset by name: register the builder, whose
 # `_should_cache_ds` keeps TFDS from caching clips once decoded (they would repeat each epoch).
 from video_tfrecords import video_tfrecords_dataset_builder  # noqa: F401  (registers it)
-from video_tfrecords.clips import backends, decode_np, decode_tf, keys, labels_tf
+from video_tfrecords.clips import backends, decode_np, decode_tf, keys, labels, labels_tf
 from video_tfrecords.clips.spec import ClipSpec
 from video_tfrecords.records import schema
 
@@ -80,8 +80,9 @@ class ClipDecoder(tfds.decode.Decoder):
     size when the feature fixes it).
 
     With `fps` or `audio`, the clip depends on each frame's timestamp (and the
-    example's audio), which a TFDS feature decoder does not see: load the video
-    undecoded and map `decode_features` over the examples instead:
+    example's audio), and with labels="clip", `captions` or `segment` on the
+    example's annotations, which a TFDS feature decoder does not see (it refuses
+    them): load the video undecoded and map `decode_features` over the examples:
 
         ds = tfds.load(..., decoders={"video": EncodedFrames()})
         ds = ds.map(ClipDecoder(16, fps=30, audio=True).decode_features)
@@ -142,15 +143,22 @@ class ClipDecoder(tfds.decode.Decoder):
 
     # -- tfds.decode.Decoder hooks ----------------------------------------------
 
-    def _no_time(self):
-        """A feature decoder cannot read timestamps nor audio: with `fps` or `audio`, say what
-        to do instead."""
-        needs = {"fps": "each video's timestamps", "audio": "each example's audio"}
-        for name, what in needs.items():
+    def _frames_only(self):
+        """A feature decoder sees only the frames: with `fps`, `audio` or the arguments that
+        read annotations, say what to do instead."""
+        needs = {
+            "fps": ("each video's timestamps", None),
+            "audio": ("each example's audio", False),
+            "labels": ("the example's labels and their segments", "video"),
+            "captions": ("the example's captions", None),
+            "segment": ("the example's label segments", False),
+        }
+        for name, (what, default) in needs.items():
             value = getattr(self.spec, name)
-            if value not in (None, False):
+            if value != default:
+                shown = repr(value) if isinstance(value, str) else value
                 raise ValueError(
-                    f"ClipDecoder({name}={value}) needs {what}, which a TFDS feature decoder "
+                    f"ClipDecoder({name}={shown}) needs {what}, which a TFDS feature decoder "
                     "does not see: load with decoders={'video': EncodedFrames()} "
                     "and map decoder.decode_features over the examples."
                 )
@@ -158,23 +166,23 @@ class ClipDecoder(tfds.decode.Decoder):
     @_no_autograph
     def decode_batch_example(self, serialized_example):
         """TFDS hook for a Video feature: the whole 1-D tensor of JPEG frames."""
-        self._no_time()
+        self._frames_only()
         return self.sample(serialized_example)
 
     @_no_autograph
     def decode_example(self, serialized_example):
         """Same as `decode_batch_example` (the input is the list of frames)."""
-        self._no_time()
+        self._frames_only()
         return self.sample(serialized_example)
 
     def decode_batch_example_np(self, serialized_example):
         """NumPy hook (e.g. `tfds.data_source`): the same clip as the TF path."""
-        self._no_time()
+        self._frames_only()
         return self.sample_np(serialized_example)
 
     def decode_example_np(self, serialized_example):
         """Same as `decode_batch_example_np`."""
-        self._no_time()
+        self._frames_only()
         return self.sample_np(serialized_example)
 
     @_no_autograph
@@ -197,6 +205,10 @@ class ClipDecoder(tfds.decode.Decoder):
                 "built with VideoConfig(audio_rate=...)."
             )
         annotated = schema.LABELS in example or schema.CAPTIONS in example
+        labels.check_stored(
+            self.spec, labels=schema.LABELS in example, captions=schema.CAPTIONS in example,
+            where="these examples",
+        )  # fmt: skip
         if annotated and seed is None and self.spec.seed is None:
             seed = keys.fresh_seed(backends.tf_ops())  # one draw for the clip and its labels
         inputs = {arg: example.get(name) for arg, name in schema.clip_inputs(self.spec).items()}

@@ -131,8 +131,9 @@ def clip_dataset(
         data_dir: TFDS data directory.
         builder_kwargs: {"config": ..., "version": ...}: which prepared variant to read.
         num_epochs: number of passes; None = forever in training, 1 in eval.
-        dtype: tf.float32 (default) gives values in [0, 1]; tf.uint8 keeps raw
-            bytes (4x less memory; normalise on the accelerator).
+        dtype: tf.float32 (default) gives clips of values in [0, 1] (beside audio and
+            captions too); tf.uint8 keeps raw bytes (4x less memory; normalise on the
+            accelerator).
         num_parallel_calls: batches decoded at once (each in one of tf.data's
             threads); the output order does not depend on it.
         name: registered TFDS dataset name (a `Video(encoding_format="jpeg")`
@@ -210,6 +211,8 @@ def clip_dataset(
         arrays = tf.numpy_function(reader.read, [indices, seeds], types, stateful=seed is None)
         arrays[0].set_shape([batch_size if training else None, *clip_shape])
         batch = arrays[0].shape[:1]
+        if dtype == tf.float32:  # [0, 1], here where the clips are, whatever is beside them
+            arrays[0] = tf.image.convert_image_dtype(arrays[0], tf.float32)
         if audio_shape is not None:
             arrays[1].set_shape([*batch, *audio_shape])
         named = dict(zip(["audio"] * bool(audio_shape) + ["label", *extra], arrays[1:]))
@@ -225,12 +228,6 @@ def clip_dataset(
     # In use at once: the batches being decoded, the one prefetched, the caller's, TF's copies.
     buffers.SHARED.keep_at_least(num_parallel_calls + 4)
     ds = batches.map(read, num_parallel_calls=num_parallel_calls, deterministic=True)
-    if dtype == tf.float32:
-        to_float = lambda clips: tf.image.convert_image_dtype(clips, tf.float32)
-        if audio_shape is None:
-            ds = ds.map(lambda clips, labels: (to_float(clips), labels))
-        else:
-            ds = ds.map(lambda x, labels: ({**x, "video": to_float(x["video"])}, labels))
     options = tf.data.Options()
     options.autotune.enabled = False  # its model re-tunes all the time for a fixed-cost map
     return ds.prefetch(1).with_options(options)

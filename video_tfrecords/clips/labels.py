@@ -26,7 +26,7 @@ from video_tfrecords.clips.backends import NP_OPS
 
 __all__ = [
     "ANNOTATION_INPUTS", "CAPTION_COUNTER", "FrameRange", "annotate", "caption_mode",
-    "clip_captions", "clip_labels", "segment_range", "view_spans",
+    "check_stored", "clip_captions", "clip_labels", "segment_range", "view_spans",
 ]  # fmt: skip
 
 # What `annotate` reads, by kind: stored multi-labels (ids and timed segments), captions.
@@ -38,6 +38,25 @@ ANNOTATION_INPUTS = {
 # sampled in: clear of keys' others.
 CAPTION_COUNTER = 2**34
 SEGMENT_COUNTER = 2**35
+
+
+def check_stored(spec, *, labels: bool, captions: bool, where: str) -> None:
+    """Refuses the clip arguments that read annotations `where` (a dataset, some examples) does
+    not store, rather than doing nothing with them: labels="clip" and segment=True need several
+    labels (`labels`: JSON Lines `labels` or `segments`), captions="random"|"all" captions."""
+    several = "several labels (JSON Lines `labels` or `segments`)"
+    asked = []
+    if not labels and spec.labels == "clip":
+        asked.append(f"labels='clip' needs a dataset built with {several}")
+    if not labels and spec.segment:
+        asked.append(f"segment=True needs a dataset built with {several}")
+    if not captions and spec.captions is not None:
+        asked.append(f"captions={spec.captions!r} needs a dataset built with captions")
+    if asked:
+        raise ValueError(
+            f"{'; '.join(asked)}, but {where} has none: leave the argument out (labels='video', "
+            "segment=False and captions=None read any dataset)."
+        )
 
 
 def caption_mode(spec) -> str:

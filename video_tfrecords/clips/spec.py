@@ -203,6 +203,8 @@ class ClipSpec:
         segment: on datasets built with label segments: sample each clip within
             one of the example's segments, drawn with the clip's key (the whole
             example when it has none, or its segment holds no frame). No audio.
+            On a dataset that stores no labels (or captions), labels="clip" and
+            segment=True (or captions=) raise a ValueError rather than doing nothing.
     """
 
     num_frames: int
