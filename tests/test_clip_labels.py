@@ -8,6 +8,8 @@ for one seed, with each other (ClipSource, ClipDecoder.decode_features, clip_dat
 """
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -196,3 +198,21 @@ def test_plan_draws_the_segment_clip_it_gives(dataset_dir):
         shown = [videos.frame_index(frame) for frame in source[index]["video"]]
         start = round(source[index]["span_start"] * FPS)  # the span's frame 0
         assert [start + i for i in source.plan(index)["indices"][0]] == shown
+
+
+def test_a_seeded_read_prints_no_warning(dataset_dir):
+    """uint64 draws wrap by design: a seeded read of captions and segments warns of nothing (a
+    fresh interpreter, as each DataLoader worker is: NumPy warns once per place and process)."""
+    code = (
+        "import sys, warnings\n"
+        "warnings.simplefilter('error')\n"
+        "from video_tfrecords import ClipSource\n"
+        "for extra in ({'segment': True}, {'captions': 'random', 'num_clips': 2, 'mode': 'uniform'}):\n"
+        "    source = ClipSource(dataset_dir=sys.argv[1], seed=3, labels='clip', **extra,\n"
+        "                        num_frames=4, stride=3, crop_size=(64, 96))\n"
+        "    [source[i] for i in range(len(source))]\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(dataset_dir)], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr

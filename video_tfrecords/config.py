@@ -28,6 +28,11 @@ FRAME_FIELDS = (
 )
 
 
+# Fields that say how a build runs, not what it stores: a built-in config takes them under its
+# own name (`with_build_settings`), and a rebuild that changes only them is up to date.
+RUN_FIELDS = ("num_workers", "keep_cache")
+
+
 class ConfigError(ValueError):
     """A `VideoConfig` field that does not exist or holds a value it cannot take."""
 
@@ -195,3 +200,30 @@ NATIVE = VideoConfig(
     short_side=None,
     description="Every frame at its native resolution; JPEG q90.",
 )
+
+
+def with_build_settings(config, builtins) -> tuple:
+    """(the config a builder is made with, the `RUN_FIELDS` to build it with): a `VideoConfig`
+    named like one of `builtins` that differs from it only in `RUN_FIELDS` (JSON such as
+    `{"name": "default", "num_workers": 2}`) is that built-in config, built with those
+    settings; one that differs in what is stored needs a name of its own (TFDS would refuse
+    it in words that do not say why)."""
+    builtin = next((c for c in builtins if c.name == getattr(config, "name", None)), None)
+    if builtin is None or builtin is config or not isinstance(config, VideoConfig):
+        return config, {}
+    own = [f.name for f in dataclasses.fields(VideoConfig)]
+    own = [name for name in own if name not in {f.name for f in dataclasses.fields(
+        tfds.core.BuilderConfig)}]  # fmt: skip
+    changed = [
+        f"{name} {getattr(builtin, name)!r} -> {getattr(config, name)!r}"
+        for name in own
+        if name not in RUN_FIELDS and getattr(config, name) != getattr(builtin, name)
+    ]
+    if changed:
+        raise ConfigError(
+            f"{config.name!r} is a built-in config, and yours stores other frames "
+            f"({'; '.join(changed)}): give it a name of its own, e.g. "
+            f'{{"name": "{config.name}_mine", ...}}. Only how a build runs '
+            f"({', '.join(RUN_FIELDS)}) may be set under a built-in config's name."
+        )
+    return builtin.name, {name: getattr(config, name) for name in RUN_FIELDS}

@@ -7,11 +7,13 @@ through `ingest.run.BuildRun`, as `spark_build` is (`engines.distributed`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sys
 
 import tensorflow_datasets as tfds
+from absl import logging as absl_logging
 from etils import epath
 
 from video_tfrecords import config as config_lib
@@ -31,20 +33,24 @@ from video_tfrecords.records.array_record_shard import note_array_record_use
 __all__ = ["Builder", "VideoBuildError"]
 
 
-class _TfdsVideoDtypeWarning(logging.Filter):
-    """Drops the one deprecation warning that TFDS's own Video feature logs on every build.
-
-    `tfds.features.Video.to_json_content` reads the deprecated
-    `FeatureConnector.dtype` itself (TFDS 4.9.10); nothing a builder does avoids it.
-    """
+class _TfdsBuildNoise(logging.Filter):
+    """Drops the warnings TFDS 4.9.10 logs on every build of this dataset, which nothing a
+    builder does avoids: `tfds.features.Video.to_json_content` reads the deprecated
+    `FeatureConnector.dtype` itself, and the `tfds` command finds the folder of a first build
+    without a `dataset_info.json` (it is about to write one)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("`FeatureConnector.dtype` is deprecated")
+        message = record.getMessage()
+        return not (
+            message.startswith("`FeatureConnector.dtype` is deprecated")
+            or (message.startswith("Variant folder ") and " has no " in message)
+        )
 
 
-logging.getLogger("absl").addFilter(_TfdsVideoDtypeWarning())
+logging.getLogger("absl").addFilter(_TfdsBuildNoise())
 if summary.run_by_tfds_command():
     sys.excepthook = summary.errors_first(sys.excepthook)
+    absl_logging.set_verbosity(absl_logging.WARNING)  # TFDS's INFO lines: the summary says it
 
 
 class Builder(tfds.core.GeneratorBasedBuilder):
@@ -54,6 +60,19 @@ class Builder(tfds.core.GeneratorBasedBuilder):
     RELEASE_NOTES = schema.RELEASE_NOTES
     BUILDER_CONFIGS = [config_lib.DEFAULT, config_lib.NATIVE]
     MANUAL_DOWNLOAD_INSTRUCTIONS = MANUAL_INSTRUCTIONS
+
+    def __init__(self, *, config=None, **kwargs):
+        """TFDS's builder; `config` may also be a built-in config's name with its own build
+        settings (`config.with_build_settings`: `{"name": "default", "num_workers": 2}`)."""
+        config, self._build_settings = config_lib.with_build_settings(config, self.BUILDER_CONFIGS)
+        super().__init__(config=config, **kwargs)
+
+    @property
+    def build_config(self) -> config_lib.VideoConfig:
+        """The config a build runs with: `builder_config` with the build settings it was given."""
+        if not self._build_settings:
+            return self.builder_config
+        return dataclasses.replace(self.builder_config, **self._build_settings)
 
     def _info(self) -> tfds.core.DatasetInfo:
         return self.dataset_info_from_configs(
@@ -69,12 +88,16 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         names are the build's (TFDS makes its info once, before the manual dir is known, and
         restores a prepared dataset's, whose class names it would not let a rebuild change)."""
         if not (self.__dict__.get("_manifest_kinds") or self.__dict__.get("_rebuilding")):
-            return super().info
-        if "_annotated_info" not in self.__dict__:
-            info = self._info()
-            info.set_file_format(super().info.file_format)  # what TFDS set on its own
-            self._annotated_info = info
-        return self._annotated_info
+            info = super().info
+        else:
+            if "_annotated_info" not in self.__dict__:
+                info = self._info()
+                info.set_file_format(super().info.file_format)  # what TFDS set on its own
+                self._annotated_info = info
+            info = self._annotated_info
+        if self.__dict__.get("_done_under_command"):
+            return summary.PreparedInfo(info)  # the tfds command prints where it is, not it
+        return info
 
     def use_manifests(self, manual_dir: epath.PathLike) -> None:
         """Makes the features store what the manifests of `manual_dir` annotate (none for text
@@ -113,18 +136,20 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         if prepared and overwrite:
             self.start_over(self._manual_dir)
         self.use_manifests(self._manual_dir)
-        self._run = BuildRun(self.info, self.builder_config)
+        self._run = BuildRun(self.info, self.build_config)
         self._engine = None  # chosen when TFDS asks for the splits: nothing built before
         self._use_beam = bool(config.beam_runner or config.beam_options)
         # (tfds.load's call, without a manual dir: TFDS reuses what is there.)
         inputs = config.manual_dir or manifest.find_manifests(epath.Path(self._manual_dir))[0]
         if prepared and not overwrite and inputs:
             self._check_prepared()
+            self._done_under_command = summary.run_by_tfds_command()
             return
         try:
-            super().download_and_prepare(
-                download_dir=download_dir, download_config=config, **kwargs
-            )
+            with summary.without_tfds_chatter():
+                super().download_and_prepare(
+                    download_dir=download_dir, download_config=config, **kwargs
+                )
         except KeyboardInterrupt:
             if self._engine is None:
                 raise
@@ -141,6 +166,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         self._run.remove_cache()
         examples = {name: split.num_examples for name, split in self.info.splits.items()}
         summary.print_last(self._run.summary(self.data_dir, examples))
+        self._done_under_command = summary.run_by_tfds_command()
 
     def _check_prepared(self) -> None:
         """Prints that the prepared dataset is up to date with the manual dir's inputs, or
@@ -182,7 +208,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         if self._use_beam:
             engine, threads = BeamEngine(self._run, self.data_path), 1
         else:
-            engine = LocalEngine(self._run, self.builder_config.num_workers)
+            engine = LocalEngine(self._run, self.build_config.num_workers)
             threads = engine.decoder_threads
             if summary.run_by_tfds_command():
                 tfds.disable_progress_bar()  # the engine's bar of videos is the one to watch

@@ -200,7 +200,8 @@ def seeded_key(ops, seed, frames, fingerprint=None):
         fingerprint_u = fingerprint_u64(ops, frames)
     else:
         fingerprint_u = ops.seed_u64(fingerprint)
-    return _combine(ops, ops.seed_u64(seed), fingerprint_u)
+    with ops.wrapping():
+        return _combine(ops, ops.seed_u64(seed), fingerprint_u)
 
 
 def fresh_key(ops):

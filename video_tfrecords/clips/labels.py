@@ -128,8 +128,7 @@ def clip_captions(
         elif not candidates:
             chosen.append(b"")
         else:
-            draw = keys.randint(NP_OPS, np.uint64(key), CAPTION_COUNTER + view, len(candidates))
-            chosen.append(candidates[int(draw)])
+            chosen.append(candidates[_randint(key, CAPTION_COUNTER + view, len(candidates))])
     return chosen
 
 
@@ -167,10 +166,17 @@ def segment_range(timestamps, segment_start, segment_end, key) -> tuple[int, int
     ends = np.asarray(segment_end, np.float32).reshape(-1)
     if not len(starts):
         return 0, len(times)
-    drawn = int(keys.randint(NP_OPS, np.uint64(key), SEGMENT_COUNTER, len(starts)))
+    drawn = _randint(key, SEGMENT_COUNTER, len(starts))
     first = int(np.searchsorted(times, starts[drawn] - np.float32(1e-6)))
     stop = int(np.searchsorted(times, ends[drawn] - np.float32(1e-6)))
     return (first, stop) if stop > first else (0, len(times))
+
+
+def _randint(key, counter: int, n: int) -> int:
+    """`keys.randint` on NumPy, outside a clip's plan: its uint64 arithmetic wraps by design,
+    which NumPy would warn of on every seeded read."""
+    with NP_OPS.wrapping():
+        return int(keys.randint(NP_OPS, np.uint64(key), counter, n))
 
 
 class FrameRange:

@@ -119,7 +119,7 @@ def build(
     final = epath.Path(builder.data_path)
     if (final / "dataset_info.json").exists():
         if not overwrite:
-            run = BuildRun(builder.info, builder.builder_config)
+            run = BuildRun(builder.info, builder.build_config)
             ways = provenance.ways_on("spark", builder.builder_config.name)
             line, warning = run.check_prepared(final, manual_dir, ways)
             print(line, file=sys.stderr if warning else sys.stdout)
@@ -127,7 +127,7 @@ def build(
         builder.start_over(manual_dir)  # the rebuild's info, not the old dataset's
     download_config = download_config or tfds.download.DownloadConfig()
     builder.use_manifests(manual_dir)  # the features store what the manifests annotate
-    run = BuildRun(builder.info, builder.builder_config)
+    run = BuildRun(builder.info, builder.build_config)
     tasks, groups = plan(run, manual_dir, data_dir, cores)
     encoded = _encode(tasks, groups, map_groups)
     outcomes = {split: [None] * len(split_tasks) for split, split_tasks in tasks.items()}
@@ -137,7 +137,7 @@ def build(
         outcomes[result.split][result.index] = outcome
     for split_outcomes in outcomes.values():
         for outcome in split_outcomes:  # in manifest order, as a local build reports them
-            encoding.report(outcome, builder.builder_config.strict)
+            encoding.report(outcome, builder.build_config.strict)
             run.record(outcome)
     run.check_records(list(tasks))
     staging = final.parent / f"{STAGING}{final.name}"

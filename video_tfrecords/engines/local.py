@@ -26,8 +26,8 @@ class LocalEngine:
         return parallel.threads_per_worker(self.num_workers)
 
     def generate(self, tasks: list[encoding.Task]):
-        """Yields (key, example) for each video of a split, with a bar of videos done out of
-        those listed, their rate and the time left.
+        """Yields (key, example) for each video of a split, with its progress (`progress.bar`:
+        lines and videos done of those listed, their rate and the time left).
 
         Videos go in manifest order, except that on a resumed build or a rebuild the ones
         already encoded are spread among the others (`encoding.resume_order`), and read
@@ -39,6 +39,8 @@ class LocalEngine:
                 f"{split}: {sum(hits)} of {len(tasks)} videos come from the encoding cache "
                 f"({self.run.cache_dir}); encoding the other {hits.count(False)}."
             )
+        lines = sum(max(len(task.parts), 1) for task in tasks)
+        self._bar = bar = progress.bar(split, len(tasks), lines)  # timed from here
         ordered = encoding.resume_order(tasks, hits)
         done = {task.entry.path for task, hit in zip(tasks, hits) if hit}
         self._outcomes = encoded = parallel.ordered_map(
@@ -48,14 +50,13 @@ class LocalEngine:
             on_death=on_worker_death,
             initializer=encoding.init_worker,
         )
-        with progress.bar(total=len(tasks), desc=f"{split} videos") as bar:
-            self._bar = bar
+        with bar:
             for task in ordered:
                 outcome = encoding.encode(task) if task.entry.path in done else next(encoded)
                 encoding.report(outcome, self.run.config.strict)
                 self.run.record(outcome)
                 yield from encoding.examples_of(outcome)
-                bar.update(1)
+                bar.update(max(len(task.parts), 1))
         encoded.close()  # its pool stops now, not when the generator is collected
         self.run.check_records([split])
 

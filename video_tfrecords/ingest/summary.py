@@ -8,14 +8,23 @@ interrupted build says that it resumes.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import io
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from video_tfrecords.util.text import plural
 
 __all__ = [
-    "build_summary", "errors_first", "interrupted_message", "print_last", "run_by_tfds_command",
+    "PreparedInfo",
+    "build_summary",
+    "errors_first",
+    "interrupted_message",
+    "print_last",
+    "run_by_tfds_command",
+    "without_tfds_chatter",
 ]
 
 
@@ -96,3 +105,57 @@ def errors_first(previous: Callable) -> Callable:
         return None
 
     return hook
+
+
+class PreparedInfo:
+    """A prepared dataset's `DatasetInfo` as the tfds command shows it once a build ends: where
+    it is, in a line, instead of the ~130 terminal lines of its repr (the summary follows, and
+    `tfds.builder(...).info` or dataset_info.json hold it whole). Everything else is the
+    info's own."""
+
+    def __init__(self, info) -> None:
+        self._info = info
+
+    def __getattr__(self, name: str):
+        return getattr(self._info, name)
+
+    def __repr__(self) -> str:
+        folder = self._info.data_dir
+        return f"{self._info.full_name}: its DatasetInfo is {os.path.join(folder, 'dataset_info.json')}"
+
+
+# What TFDS 4.9.10 prints on stdout around a build (its own rule: always, whatever the
+# verbosity): the sizes before it ("Unknown size" for a manual dataset) and where it went,
+# both in the summary.
+_TFDS_CHATTER = re.compile(r"(\x1b\[[0-9;]*m)*(Downloading and preparing dataset |Dataset \S+ "
+                           r"downloaded and prepared to )")
+
+
+class _WithoutChatter(io.TextIOBase):
+    """stdout, but for TFDS's lines around a build (`_TFDS_CHATTER`): `print` writes a line's
+    text, then its end."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.dropping = False
+
+    def write(self, text: str) -> int:
+        if _TFDS_CHATTER.match(text):
+            self.dropping = not text.endswith("\n")
+        elif self.dropping and text == "\n":
+            self.dropping = False
+        else:
+            self.dropping = False
+            self.stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def without_tfds_chatter():
+    """A context in which TFDS's lines around a build are not printed, under the tfds command
+    (a user's own Python keeps TFDS's output as it is)."""
+    if not run_by_tfds_command():
+        return contextlib.nullcontext()
+    return contextlib.redirect_stdout(_WithoutChatter(sys.stdout))

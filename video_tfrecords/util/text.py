@@ -1,8 +1,8 @@
-"""Words for messages: counts with their noun, sizes in binary units."""
+"""Words for messages: counts with their noun, sizes in binary units, durations."""
 
 from __future__ import annotations
 
-__all__ = ["human_bytes", "plural"]
+__all__ = ["duration", "human_bytes", "plural"]
 
 
 def plural(number: int, noun: str) -> str:
@@ -18,3 +18,13 @@ def human_bytes(size: float) -> str:
             break
         size /= 1024
     return f"{size:.1f} {unit}"
+
+
+def duration(seconds: float) -> str:
+    """75 -> '1 min 15 s', 5400 -> '1 h 30 min', for messages."""
+    seconds = max(int(round(seconds)), 0)
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
