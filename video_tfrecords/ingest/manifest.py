@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from video_tfrecords.ingest import jsonl_manifest
@@ -273,6 +273,29 @@ def duplicate_problems(entries: Iterable[Entry]) -> list[str]:
         else:
             first_seen[key] = e.where
     return problems
+
+
+def in_several_splits(
+    splits: Mapping[str, list[Entry]], files: Mapping[str, Mapping[str, Hashable]]
+) -> list[dict[str, list[Entry]]]:
+    """The videos named in more than one split (a model evaluated on what it was trained on),
+    each as its lines by split. `files`: split -> path as written -> the file it names, equal
+    for one file however written (the build's: the path resolved against the manual dir and
+    normalized, so `v/a.mp4`, `./v/a.mp4` and its absolute path are one video; links and
+    copies are not followed). A dict look-up a path."""
+    first: dict[Hashable, str] = {}  # file -> the first split naming it
+    shared: dict[Hashable, dict[str, list[Entry]]] = {}
+    for split, paths in files.items():
+        for file in paths.values():
+            if first.setdefault(file, split) != split:
+                shared[file] = {}
+    if shared:
+        for split, entries in splits.items():
+            for entry in entries:
+                lines = shared.get(files[split][entry.path])
+                if lines is not None:
+                    lines.setdefault(split, []).append(entry)
+    return list(shared.values())
 
 
 def in_line_order(problems: list[str], files: Sequence[str]) -> list[str]:
