@@ -87,7 +87,9 @@ def assert_every_line_accounted_for(builder, manual_dir, summary: str):
     skipped = builder.info.metadata["skipped"]
     manifest = manual_dir / "train.jsonl"
     lines = [json.loads(line) for line in manifest.read_text().splitlines()]
-    gave = {n for n, line in enumerate(lines, 1) if (line["path"], line.get("start", 0.0)) in written}
+    gave = {
+        n for n, line in enumerate(lines, 1) if (line["path"], line.get("start", 0.0)) in written
+    }
     assert sorted(r["where"] for r in skipped) == [f"{manifest}:{n}" for n in (4, 5, 6)]
     assert len(gave) + len(skipped) == len(lines) and not gave & {4, 5, 6}
     reasons = {r["where"].rpartition(":")[2]: r["reason"] for r in skipped}

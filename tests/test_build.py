@@ -151,7 +151,7 @@ def test_strict_build_stops_at_the_first_bad_video(manual_dir, tmp_path):
 def test_a_split_where_every_video_is_bad_fails_saying_so(manual_dir, tmp_path):
     make_bad_files(manual_dir)
     (manual_dir / "train.txt").write_text("empty.mp4 a\nmissing.mp4 b\n")
-    with pytest.raises(VideoBuildError, match=r"none of the 2 lines of split train gave an .*empty"):
+    with pytest.raises(VideoBuildError, match=r"none of the 2 lines of split train gave .*empty"):
         build(manual_dir, tmp_path / "data")
 
 
@@ -276,9 +276,9 @@ def test_a_video_in_two_splits_is_warned_of_naming_its_lines_in_each(manual_dir,
     warnings = [line for line in capsys.readouterr().err.splitlines() if "in splits" in line]
     assert warnings == [
         f"WARNING: v0.mp4 ({manual_dir / 'v0.mp4'}) is in splits train ({train}:1) and "
-        f"validation ({val}:1, +1 more line): a model is evaluated on what it was trained on",
+        f"validation ({val}:1, +1 more line): splits that share a video leak into each other",
         f"WARNING: v1.mp4 ({manual_dir / 'v1.mp4'}) is in splits train ({train}:2) and test "
-        f"({test}:2): a model is evaluated on what it was trained on",
+        f"({test}:2): splits that share a video leak into each other",
     ]
     notes = {(n["split"], n["where"]): n["reason"] for n in builder.info.metadata["notes"]}
     assert notes == {
@@ -293,3 +293,20 @@ def test_a_video_in_two_splits_is_warned_of_naming_its_lines_in_each(manual_dir,
         ("test", f"{test}:2"): f"the video is in split train ({train}:2) too (leakage between "
         "splits)",
     }
+
+
+def test_manifests_saved_with_a_byte_order_mark_build(manual_dir, tmp_path):
+    """Notepad and Excel start a UTF-8 file with a BOM (issue 47: it was refused)."""
+    bom = "\ufeff".encode()
+    (manual_dir / "labels.txt").write_bytes(bom + b"walking\nrunning\n")
+    (manual_dir / "train.txt").write_bytes(bom + b"v0.mp4 walking\r\nv1.mp4 running\r\n")
+    (manual_dir / "test.txt").unlink()
+    line = json.dumps({"path": "v2.mp4", "label": "running"}).encode()
+    (manual_dir / "test.jsonl").write_bytes(bom + line + b"\r\n")
+    builder = build(manual_dir, tmp_path / "data")
+    assert builder.info.features["label"].names == ["walking", "running"]
+    assert [(e["filename"], e["label"]) for e in examples(builder, "train")] == [
+        (b"v0.mp4", 0), (b"v1.mp4", 1),
+    ]  # fmt: skip
+    assert [(e["filename"], e["label"]) for e in examples(builder, "test")] == [(b"v2.mp4", 1)]
+    assert builder.info.metadata["skipped"] == []

@@ -205,7 +205,8 @@ def test_one_run_names_the_problems_of_lines_that_have_others(tmp_path):
 def test_a_manifest_and_labels_saved_with_a_byte_order_mark_read_as_without(tmp_path, kind):
     bom = "\ufeff".encode()
     body = lines({"path": "a.mp4", "label": "café"}) if kind == "jsonl" else "a.mp4 café\n"
-    write(tmp_path, {f"train.{kind}": bom + body.encode(), "labels.txt": bom + "x\ncafé\n".encode()})
+    labels = bom + "x\ncafé\n".encode()
+    write(tmp_path, {f"train.{kind}": bom + body.encode(), "labels.txt": labels})
     dataset = manifest.read_dataset(tmp_path)
     (entry,) = dataset.splits["train"]
     assert (entry.path, entry.label, dataset.class_names) == ("a.mp4", "café", ["x", "café"])

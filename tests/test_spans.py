@@ -17,7 +17,7 @@ import pytest
 import videos
 from conftest import decode_jpegs, psnr
 from video_tfrecords import VideoConfig
-from video_tfrecords.ingest import encoding, manifest, spans, video_io
+from video_tfrecords.ingest import encoding, frame_index, manifest, spans, video_io
 
 FPS = 25
 NUM_FRAMES = 300  # 12 s
@@ -321,6 +321,24 @@ def test_frames_before_a_time_are_those_a_decode_from_the_start_shows(name, tmp_
         videos.write(path, frames, codec, options={"g": "12", **options}, times=times)
     shown = videos.reference(path).times
     wanted = [0.5, 1.0, 1.37, 2.0, 3.5]
-    assert encoding.frames_before(str(path), wanted) == [
+    assert frame_index.frames_before(str(path), wanted) == [
         sum(1 for t in shown if t < w - 1e-6) for w in wanted
     ]
+
+
+def test_where_the_index_lists_every_packet_only_those_after_a_keyframe_are_read(
+    long_video, reference, monkeypatch
+):
+    read = []
+
+    def counted(*args):
+        for packet in stream_packets(*args):
+            read.append(packet)
+            yield packet
+
+    stream_packets = video_io.stream_packets
+    monkeypatch.setattr(video_io, "stream_packets", counted)
+    (before,) = frame_index.frames_before(long_video, [10.0])
+    assert before == sum(1 for t in reference.times if t < 10.0 - 1e-6) == 250
+    indexed = long_video.endswith((".mp4", ".avi"))  # MP4's sample tables, AVI's idx1
+    assert (len(read) < before) == indexed, len(read)  # counted from the index, not read

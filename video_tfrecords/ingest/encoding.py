@@ -16,19 +16,17 @@ damage, is a note of the same form. Like `video_io`, this module does not import
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import json
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 
-import av
 import cv2
 
 from video_tfrecords.clips import keys
 from video_tfrecords.config import VideoConfig
-from video_tfrecords.ingest import audio_io, cache, manifest, progress, spans, video_io
+from video_tfrecords.ingest import audio_io, cache, frame_index, manifest, progress, spans, video_io
 from video_tfrecords.ingest.frame_choice import stored_size
 from video_tfrecords.ingest.span_writer import Jpegs, SpanWriter
 from video_tfrecords.records import schema
@@ -219,7 +217,7 @@ def _decode_spans(task: Task, video: video_io.Video, writers: list[SpanWriter]):
     fps = video.info.nominal_fps
     ranges = spans.ranges(writers)
     sought = [first for first, _ in ranges if first > video_io.EPSILON]  # a seek each
-    before = dict(zip(sought, frames_before(task.video_path, sought)))
+    before = dict(zip(sought, frame_index.frames_before(task.video_path, sought)))
     for first, last in ranges:
         active = [w for w in writers if first <= w.start and w.end <= last]
         for w in active:  # a frame's `index` counts from the range's first
@@ -236,41 +234,6 @@ def _decode_spans(task: Task, video: video_io.Video, writers: list[SpanWriter]):
                 ended = video.end if video.ended else None
                 notes.append([w.part, _span_note(task.parts[w.part], ended, summaries[w.part])])
     return summaries, notes
-
-
-# Seconds a packet's presentation may come before the packet decoded ahead of it (B-frames).
-REORDER = 2.0
-
-
-def frames_before(path: str, times: Sequence[float]) -> list[int]:
-    """How many frames the video shows before each of `times` (seconds from its first frame,
-    as frames are timed): what a decode from its start counts, read from its packets' stamps
-    up to the last time, nothing decoded. A seek cannot tell it, and the demux costs a small
-    part of decoding. One frame a packet, but an edit list's hidden packets and VP8's hidden
-    alt-ref frames (the containers and codecs corpora hold)."""
-    if not times:
-        return []
-    with av.open(path, metadata_errors="replace") as container:
-        still = av.stream.Disposition.attached_pic
-        streams = [s for s in container.streams.video if not s.disposition & still]
-        best = container.streams.best("video")
-        stream = best if best in streams else streams[0]  # as video_io.Video picks it
-        video_io.keep_only(container, stream)
-        base, last, vp8 = float(stream.time_base), max(times), stream.codec_context.name == "vp8"
-        stamps, first = [], None
-        for packet in video_io.stream_packets(container, stream, video_io.Damage()):
-            stamp = packet.pts if packet.pts is not None else packet.dts
-            shown = not vp8 or bytes(packet)[0] & 0x10  # VP8's show_frame bit
-            if stamp is None or packet.is_discard or not shown:
-                continue
-            first = stamp if first is None else first
-            stamps.append(stamp)
-            order = packet.dts if packet.dts is not None else stamp  # later ones show after it
-            if (order - first) * base > last + REORDER:
-                break
-    stamps.sort()
-    origin = stamps[0] if stamps else 0
-    return [bisect.bisect_left(stamps, origin + (t - video_io.EPSILON) / base) for t in times]
 
 
 def _span_note(part: spans.Part, video_end: float | None, summary: dict | None) -> str:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from etils import epath
 
 KEYS = ("path", "label", "labels", "start", "end", "segments", "captions")
+_FIELDS = frozenset(KEYS) - {"path", "label"}  # the keys that ask for features
 _TIMED = ("start", "end")
 
 
@@ -114,7 +115,9 @@ def parse_object(text: str) -> tuple[str, str | None, Annotation] | None:
         raise LineError([f'expected a JSON object {{"path": ...}}, got {type(line).__name__}'])
     unknown = [key for key in line if key not in KEYS]
     reasons = [_unknown(key) for key in unknown]
-    reasons += [f"{where} is not valid Unicode (a lone surrogate)" for where in _surrogates(line)]
+    if "\\u" in text:  # a lone surrogate comes only from an escape: UTF-8 cannot hold one
+        lone = _surrogates(line)
+        reasons += [f"{where} is not valid Unicode (a lone surrogate)" for where in lone]
     path = line.get("path")
     if not isinstance(path, str) or not path.strip():
         reasons.append('"path" must be a non-empty string (the video, as in a text manifest)')
@@ -139,7 +142,7 @@ def parse_object(text: str) -> tuple[str, str | None, Annotation] | None:
         end=end,
         segments=tuple(segments),
         captions=tuple(captions),
-        fields=frozenset(line) & frozenset(KEYS) - {"path", "label"},
+        fields=frozenset(line) & _FIELDS,
     )
     if reasons:
         partial = None if path is None else Partial(path, label, annotation, span_known)

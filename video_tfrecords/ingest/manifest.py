@@ -336,7 +336,8 @@ def read_dataset(manual_dir: epath.PathLike) -> Dataset:
     for split, path in manifests.items():
         entries, split_problems, partial = read_manifest(path)
         splits[split] = entries
-        spans = sorted([*entries, *(e for e, known in partial if known)], key=lambda e: e.line)
+        known = [e for e, sure in partial if sure]
+        spans = sorted([*entries, *known], key=lambda e: e.line) if known else entries
         problems += split_problems + duplicate_problems(spans)
         unsure += [e for e, _ in partial]
     class_names = None

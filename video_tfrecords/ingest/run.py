@@ -117,8 +117,8 @@ class BuildRun:
             if number < SHOWN:
                 progress.write(
                     f"WARNING: {lines[0].path} ({files[split][lines[0].path][0]}) is in splits "
-                    f"{' and '.join(named.values())}: a model is evaluated on what it was "
-                    "trained on"
+                    f"{' and '.join(named.values())}: splits that share a video leak into "
+                    "each other"
                 )
             for split, lines in by_split.items():
                 others = " and ".join(text for other, text in named.items() if other != split)
