@@ -301,24 +301,25 @@ def test_a_span_between_two_frames_is_noted_not_lost(long_video, tmp_path):
     assert summary["notes"] == [[1, "span [4.001 s, 4.002 s) holds no frame of the video"]]
 
 
-STRUCTURES = {  # (codec, encoder options, frame times): where counting frames goes wrong
-    "edit_list.mp4": ("libx264", {"bf": "2"}, [fractions.Fraction(i - 5, 25) for i in range(40)]),
-    "vfr.mp4": ("libx264", {"bf": "2"}, [fractions.Fraction(i * i, 900) for i in range(60)]),
-    "open_gop.mpg": ("mpeg2video", {"g": "15", "bf": "2"}, None),  # MPEG-2 program stream
-    "open_gop.ts": ("mpeg2video", {"g": "15", "bf": "2"}, None),  # a non-zero start time
+STRUCTURES = {  # how each file is written (videos.write): where counting frames goes wrong
+    "edit_list.mp4": dict(times=[fractions.Fraction(i - 5, 25) for i in range(40)]),
+    "vfr.mp4": dict(times=[fractions.Fraction(i * i, 900) for i in range(60)]),
+    "fragmented.mp4": dict(container_options={"movflags": "dash+global_sidx"}),  # DASH
+    "open_gop.mpg": dict(codec="mpeg2video", options={"g": "15", "bf": "2"}),  # MPEG-2 PS
+    "open_gop.ts": dict(codec="mpeg2video", options={"g": "15", "bf": "2"}),  # starts > 0
     "packed_b_frames.avi": None,  # XviD's, as UCF101 and HMDB51 hold them
 }
 
 
 @pytest.mark.parametrize("name", sorted(STRUCTURES))
 def test_frames_before_a_time_are_those_a_decode_from_the_start_shows(name, tmp_path):
-    path = tmp_path / name
-    if STRUCTURES[name] is None:
+    path, how = tmp_path / name, STRUCTURES[name]
+    if how is None:
         videos.packed_b_frames_avi(path, num_frames=62)
     else:
-        codec, options, times = STRUCTURES[name]
-        frames = np.stack([videos.flash_frame(i, False) for i in range(len(times or "x" * 90))])
-        videos.write(path, frames, codec, options={"g": "12", **options}, times=times)
+        count = len(how.get("times", range(90)))
+        frames = np.stack([videos.flash_frame(i, False) for i in range(count)])
+        videos.write(path, frames, **{"options": {"g": "12", "bf": "2"}, **how})
     shown = videos.reference(path).times
     wanted = [0.5, 1.0, 1.37, 2.0, 3.5]
     assert frame_index.frames_before(str(path), wanted) == [

@@ -29,9 +29,19 @@ INDEXED = ("mov", "avi")  # FFmpeg's demuxers whose index lists every packet of 
 
 def frames_before(path: str, times: Sequence[float]) -> list[int]:
     """How many frames the video at `path` shows before each of `times` (seconds from its
-    first frame, as frames are timed)."""
+    first frame, as frames are timed). VideoError if FFmpeg cannot read its packets."""
     if not times:
         return []
+    try:
+        try:
+            return _frames_before(path, times, use_index=True)
+        except av.error.FFmpegError:  # a seek that failed: read from the start
+            return _frames_before(path, times, use_index=False)
+    except av.error.FFmpegError as e:
+        raise video_io.VideoError(f"cannot count its frames (FFmpeg: {e.strerror})") from None
+
+
+def _frames_before(path: str, times: Sequence[float], use_index: bool) -> list[int]:
     with av.open(path, metadata_errors="replace") as container:
         still = av.stream.Disposition.attached_pic
         streams = [s for s in container.streams.video if not s.disposition & still]
@@ -41,7 +51,7 @@ def frames_before(path: str, times: Sequence[float]) -> list[int]:
         packets = _Packets(container, stream)
         base = float(stream.time_base)
         last = max(times)
-        if not _indexed(container, stream):
+        if not (use_index and _indexed(container, stream)):
             stamps = packets.stamps(stop=lambda first: first + (last + REORDER) / base)
             origin = min(stamps, default=0)
             return [_below(stamps, origin + (t - video_io.EPSILON) / base) for t in times]
@@ -54,10 +64,12 @@ def frames_before(path: str, times: Sequence[float]) -> list[int]:
 
 
 def _indexed(container, stream) -> bool:
-    """Whether the container's index lists every packet of `stream` (and VP8's hidden frames,
-    which only a packet's bytes tell, are not among them)."""
+    """Whether the container's index lists every packet of `stream`: a sample table or idx1
+    that counts them (a fragmented MP4's index holds the fragments read or a sidx's, and
+    counts none), and no VP8, whose hidden frames only a packet's bytes tell."""
     names = container.format.name.split(",")
-    return any(n in INDEXED for n in names) and stream.codec_context.name != "vp8"
+    listed = any(n in INDEXED for n in names) and stream.frames > 0
+    return listed and stream.codec_context.name != "vp8"
 
 
 def _order(entry: tuple[int, bool]) -> int:
