@@ -1,10 +1,14 @@
-"""make_manifests kinetics on 100k empty videos in class folders and a 100k-line CSV.
+"""make_manifests kinetics on 100k empty videos in class folders and a 100k-line CSV, then the
+build's check of the manifests it wrote.
 
 Kinetics-700 has 650k videos: finding them must be one walk of --videos, not a glob per
 CSV line. The set is 95% found (half by the downloaders' full name, half by bare id),
-5% absent as in real downloads, plus files no line names. Times the command line (its
-imports included) and, in-process, the walk alone and the whole conversion. The files
-were just written, so the walk reads a warm page cache; a cold disk is slower.
+5% absent as in real downloads, plus files no line names; one line in 16 is validation's.
+Times the command line (its imports included) and, in-process, the walk alone and the
+whole conversion; then what a build checks before decoding anything: every manifest read
+and checked (`manifest.read_dataset`: JSON, labels, duplicates) and the videos in several
+splits found (`manifest.in_several_splits`, over the paths as the build resolves them).
+The files were just written, so the walk reads a warm page cache; a cold disk is slower.
 
     python benchmarks/run.py manifest_scan [--files 100000] [--rounds 3] [--quick]
 """
@@ -21,17 +25,20 @@ import sys
 import tempfile
 import time
 
+from video_tfrecords.ingest import manifest, provenance
 from video_tfrecords.make_manifests import common, kinetics
 
 
 def make_set(root: str, files: int, classes: int) -> tuple[str, str]:
-    """Writes `files` empty videos in class folders and a CSV naming 95% of them plus 5% absent."""
+    """Writes `files` empty videos in class folders and CSVs (train, validate: one line in 16)
+    naming 95% of them plus 5% absent."""
     rng = random.Random(0)
     videos, annotations = os.path.join(root, "videos"), os.path.join(root, "annotations")
     os.makedirs(annotations)
     for c in range(classes):
         os.makedirs(os.path.join(videos, f"class {c:03d} (x)"))
-    rows = ["label,youtube_id,time_start,time_end,split,is_cc"]
+    header = "label,youtube_id,time_start,time_end,split,is_cc"
+    rows = {"train": [header], "validate": [header]}
     for i in range(files):
         label, video_id = f"class {i % classes:03d} (x)", f"-{i:010d}"
         start = rng.randrange(0, 300)
@@ -41,10 +48,27 @@ def make_set(root: str, files: int, classes: int) -> tuple[str, str]:
             open(os.path.join(videos, label, f"{name}.{ext}"), "wb").close()
         else:  # a file no line names keeps the file count at `files`
             open(os.path.join(videos, label, f"other{i}.mp4"), "wb").close()
-        rows.append(f'"{label}",{video_id},{start},{start + 10},train,0')
-    with open(os.path.join(annotations, "train.csv"), "w") as f:
-        f.write("\n".join(rows) + "\n")
+        split = "validate" if i % 16 == 15 else "train"
+        rows[split].append(f'"{label}",{video_id},{start},{start + 10},{split},0')
+    for split, lines in rows.items():
+        with open(os.path.join(annotations, f"{split}.csv"), "w") as f:
+            f.write("\n".join(lines) + "\n")
     return annotations, videos
+
+
+def check(manual_dir: str) -> tuple[float, float]:
+    """Seconds to read and check the manifests, and to find the videos in several splits."""
+    started = time.perf_counter()
+    dataset = manifest.read_dataset(manual_dir)
+    read = time.perf_counter() - started
+    files = {
+        split: {e.path: provenance.resolve(manual_dir, e.path) for e in entries}
+        for split, entries in dataset.splits.items()
+    }  # what the build's record of its inputs holds (there with a stat each)
+    started = time.perf_counter()
+    shared = manifest.in_several_splits(dataset.splits, files)
+    assert shared == [], shared  # Kinetics' splits share no video
+    return read, time.perf_counter() - started
 
 
 def main() -> None:
@@ -65,7 +89,10 @@ def main() -> None:
         annotations, videos = make_set(root, args.files, args.classes)
         print(f"set written in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         command = [sys.executable, "-m", "video_tfrecords.make_manifests", "kinetics"]
-        times = {"command line": [], "walk (VideoIndex)": [], "conversion, in-process": []}
+        times = {
+            "command line": [], "walk (VideoIndex)": [], "conversion, in-process": [],
+            "manifest check (`read_dataset`)": [], "videos in several splits": [],
+        }  # fmt: skip
         for number in range(args.rounds):
             out = os.path.join(root, f"out{number}")
             started = time.perf_counter()
@@ -80,7 +107,10 @@ def main() -> None:
             started = time.perf_counter()
             result = kinetics(annotations, videos, out + "b")
             times["conversion, in-process"].append(time.perf_counter() - started)
-        found, missing = result.splits["train"], result.missing
+            read, shared = check(out)
+            times["manifest check (`read_dataset`)"].append(read)
+            times["videos in several splits"].append(shared)
+        found, missing = sum(result.splits.values()), result.missing
         print(
             f"{args.files:,} files, {args.files:,} CSV lines: {found:,} found, {missing:,} missing"
         )

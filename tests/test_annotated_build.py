@@ -1,6 +1,9 @@
 """Builds from JSON Lines manifests (issue 43): spans, several labels with their segments and
-captions stored as features; builds from text manifests keep the features they had."""
+captions stored as features; builds from text manifests keep the features they had. Every line
+ends as examples or a skip record of its own (issue 47), on the local engine and on Spark."""
 
+import contextlib
+import io
 import json
 
 import numpy as np
@@ -40,6 +43,7 @@ def manual_dir(tmp_path_factory):
     frames = np.stack([videos.flash_frame(i, False) for i in range(150)])  # 6 s
     videos.write(folder / "long.mp4", frames, fps=FPS, options={"g": "30"})
     videos.write(folder / "short.mp4", frames[:20], fps=FPS)
+    videos.write(folder / "other.mp4", frames[:20], fps=FPS)  # in no other split
     lines = [
         {
             "path": "long.mp4",
@@ -52,17 +56,54 @@ def manual_dir(tmp_path_factory):
         },
         {"path": "long.mp4", "label": "close", "start": 3.3, "end": 4.3},
         {"path": "short.mp4", "label": "open", "start": 0.2, "end": 9},  # past its end
+        {"path": "short.mp4", "label": "close", "start": 5, "end": 7},  # after it: no frame
+        {"path": "gone.mp4", "label": "open", "start": 1, "end": 2},  # no such file
+        {"path": "gone.mp4", "label": "close", "start": 3, "end": 4},
     ]
     (folder / "train.jsonl").write_text(
         "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8"
     )
-    (folder / "test.txt").write_text("short.mp4 close\n")
+    (folder / "test.txt").write_text("other.mp4 close\n")
     return folder
 
 
 @pytest.fixture(scope="module")
-def annotated(manual_dir, tmp_path_factory):
-    return build(manual_dir, tmp_path_factory.mktemp("data"))
+def annotated_build(manual_dir, tmp_path_factory):
+    """The build, and what it printed (its summary)."""
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        builder = build(manual_dir, tmp_path_factory.mktemp("data"))
+    return builder, printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def annotated(annotated_build):
+    return annotated_build[0]
+
+
+def assert_every_line_accounted_for(builder, manual_dir, summary: str):
+    """Each line of train.jsonl gave examples (their filename and span_start name it) or a
+    skip record naming its own FILE:LINE; none both, none neither; the summary says so."""
+    written = {(e[0], e[1]) for e in by_key(builder, "train")}
+    skipped = builder.info.metadata["skipped"]
+    manifest = manual_dir / "train.jsonl"
+    lines = [json.loads(line) for line in manifest.read_text().splitlines()]
+    gave = {
+        n for n, line in enumerate(lines, 1) if (line["path"], line.get("start", 0.0)) in written
+    }
+    assert sorted(r["where"] for r in skipped) == [f"{manifest}:{n}" for n in (4, 5, 6)]
+    assert len(gave) + len(skipped) == len(lines) and not gave & {4, 5, 6}
+    reasons = {r["where"].rpartition(":")[2]: r["reason"] for r in skipped}
+    assert reasons["4"] == "span [5 s, 7 s) has no frame: the video ends at 0.800 s"
+    assert reasons["5"] == reasons["6"] == "file not found"
+    assert (
+        "  train: 3 examples written from 3 of 6 lines (3 videos); 3 skipped, 1 kept with a note"
+        in summary
+    )
+
+
+def test_every_line_gives_examples_or_a_skip_record_of_its_own(annotated_build, manual_dir):
+    builder, printed = annotated_build
+    assert_every_line_accounted_for(builder, manual_dir, printed)
 
 
 def test_the_features_store_what_the_manifests_annotate(annotated):
@@ -104,7 +145,8 @@ def test_a_span_past_the_end_is_clipped_with_a_note(annotated):
     clipped = by_key(annotated, "train")[("short.mp4", 0.2, 0)]
     assert len(clipped["video"]) == 15 and clipped["span_end"] == pytest.approx(0.8)
     (note,) = annotated.info.metadata["notes"]
-    assert "train.jsonl:3: span [0.2 s, 9 s) ends past the video's end (0.800 s)" in note["reason"]
+    assert note["reason"] == "span [0.2 s, 9 s) ends past the video's end (0.800 s): clipped"
+    assert note["where"].endswith("train.jsonl:3") and note["path"] == "short.mp4"
 
 
 def test_a_text_split_beside_gets_empty_annotations(annotated):
@@ -141,12 +183,15 @@ def test_a_spark_build_stores_the_same_annotations(manual_dir, annotated, tmp_pa
     session = spark_build.session("local[2]")
     try:
         config = VideoConfig(name="annotated", num_workers=1, short_side=None)
-        spark_build.build(session, str(manual_dir), str(tmp_path / "spark"), config)
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            spark_build.build(session, str(manual_dir), str(tmp_path / "spark"), config)
     finally:
         session.stop()
     spark = tfds.builder("video_tfrecords/annotated", data_dir=str(tmp_path / "spark"))
     assert spark.info.features[schema.LABELS].feature.names == ["close", "open"]
-    assert spark.info.metadata["notes"] == annotated.info.metadata["notes"]
+    assert_every_line_accounted_for(spark, manual_dir, printed.getvalue())
+    for kind in ("skipped", "notes"):
+        assert spark.info.metadata[kind] == annotated.info.metadata[kind]
     for split in ("train", "test"):
         got, want = by_key(spark, split), by_key(annotated, split)
         assert sorted(got) == sorted(want)

@@ -151,7 +151,7 @@ def test_strict_build_stops_at_the_first_bad_video(manual_dir, tmp_path):
 def test_a_split_where_every_video_is_bad_fails_saying_so(manual_dir, tmp_path):
     make_bad_files(manual_dir)
     (manual_dir / "train.txt").write_text("empty.mp4 a\nmissing.mp4 b\n")
-    with pytest.raises(VideoBuildError, match=r"none of the 2 videos of split train.*empty file"):
+    with pytest.raises(VideoBuildError, match=r"none of the 2 lines of split train gave .*empty"):
         build(manual_dir, tmp_path / "data")
 
 
@@ -255,7 +255,58 @@ def test_a_worker_that_dies_costs_only_its_own_video(manual_dir, tmp_path, monke
     (manual_dir / "test.txt").write_text("v2.mp4 walking\n")
     builder = build(manual_dir, tmp_path / "data", num_workers=2, short_side=None)
     (skipped,) = builder.info.metadata["skipped"]
-    assert skipped == {"split": "train", "path": "poison.mp4", "reason": "worker died (signal 9)"}
+    assert skipped == {
+        "split": "train", "path": "poison.mp4", "reason": "worker died (signal 9)",
+        "where": f"{manual_dir / 'train.txt'}:3",
+    }  # fmt: skip
     written = [e["filename"].decode() for e in examples(builder, "train")]
     assert sorted(written) == sorted(n for n in names if n != "poison.mp4")
     assert builder.info.splits["train"].num_examples + 1 == len(names)
+
+
+def test_a_video_in_two_splits_is_warned_of_naming_its_lines_in_each(manual_dir, tmp_path, capsys):
+    """One file, however its path is written, in training and evaluation splits (issue 47)."""
+    (manual_dir / "val.jsonl").write_text(
+        json.dumps({"path": "./v0.mp4", "label": "walking", "end": 0.2}) + "\n"
+        + json.dumps({"path": "v0.mp4", "label": "walking", "start": 0.2}) + "\n"
+    )  # fmt: skip
+    (manual_dir / "test.txt").write_text(f"v2.mp4 walking\n{manual_dir / 'v1.mp4'} running\n")
+    builder = build(manual_dir, tmp_path / "data")
+    train, val, test = (str(manual_dir / name) for name in ("train.txt", "val.jsonl", "test.txt"))
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "in splits" in line]
+    assert warnings == [
+        f"WARNING: v0.mp4 ({manual_dir / 'v0.mp4'}) is in splits train ({train}:1) and "
+        f"validation ({val}:1, +1 more line): splits that share a video leak into each other",
+        f"WARNING: v1.mp4 ({manual_dir / 'v1.mp4'}) is in splits train ({train}:2) and test "
+        f"({test}:2): splits that share a video leak into each other",
+    ]
+    notes = {(n["split"], n["where"]): n["reason"] for n in builder.info.metadata["notes"]}
+    assert notes == {
+        ("train", f"{train}:1"): f"the video is in split validation ({val}:1, +1 more line) too "
+        "(leakage between splits)",
+        ("validation", f"{val}:1"): f"the video is in split train ({train}:1) too (leakage "
+        "between splits)",
+        ("validation", f"{val}:2"): f"the video is in split train ({train}:1) too (leakage "
+        "between splits)",
+        ("train", f"{train}:2"): f"the video is in split test ({test}:2) too (leakage between "
+        "splits)",
+        ("test", f"{test}:2"): f"the video is in split train ({train}:2) too (leakage between "
+        "splits)",
+    }
+
+
+def test_manifests_saved_with_a_byte_order_mark_build(manual_dir, tmp_path):
+    """Notepad and Excel start a UTF-8 file with a BOM (issue 47: it was refused)."""
+    bom = "\ufeff".encode()
+    (manual_dir / "labels.txt").write_bytes(bom + b"walking\nrunning\n")
+    (manual_dir / "train.txt").write_bytes(bom + b"v0.mp4 walking\r\nv1.mp4 running\r\n")
+    (manual_dir / "test.txt").unlink()
+    line = json.dumps({"path": "v2.mp4", "label": "running"}).encode()
+    (manual_dir / "test.jsonl").write_bytes(bom + line + b"\r\n")
+    builder = build(manual_dir, tmp_path / "data")
+    assert builder.info.features["label"].names == ["walking", "running"]
+    assert [(e["filename"], e["label"]) for e in examples(builder, "train")] == [
+        (b"v0.mp4", 0), (b"v1.mp4", 1),
+    ]  # fmt: skip
+    assert [(e["filename"], e["label"]) for e in examples(builder, "test")] == [(b"v2.mp4", 1)]
+    assert builder.info.metadata["skipped"] == []

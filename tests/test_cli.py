@@ -113,11 +113,11 @@ def test_a_build_that_skips_a_video_exits_0_and_ends_with_a_summary(tmp_path):
     )  # fmt: skip
     assert re.search(r"^WARNING: Skipping .*train.txt:\d+: videos/broken.mp4: ", result.stderr, re.M)
     info = data_dir / "video_tfrecords" / "default" / DATASET_VERSION / "metadata.json"
-    assert "  train: 3 examples written from 3 videos of 4 listed; 1 skipped, 0 kept with a note" in (
+    assert "  train: 3 examples written from 3 of 4 lines; 1 skipped, 0 kept with a note" in (
         result.stdout
     )
-    assert "  validation: 2 examples written from 2 videos of 2 listed; 0 skipped" in result.stdout
-    assert "  test: 1 example written from 1 video of 1 listed; 0 skipped" in result.stdout
+    assert "  validation: 2 examples written from 2 of 2 lines; 0 skipped" in result.stdout
+    assert "  test: 1 example written from 1 of 1 line; 0 skipped" in result.stdout
     assert f"info.metadata['skipped'] and ['notes'] ({info})" in result.stdout
     (skipped,) = json.loads(info.read_text())["skipped"]  # where the summary points
     assert skipped["path"] == "videos/broken.mp4" and skipped["reason"].startswith("not a video")
@@ -219,4 +219,4 @@ def test_ctrl_c_says_how_many_videos_are_kept_and_the_rerun_resumes(tmp_path):
     ]
     assert 1 <= kept < 8 and "Traceback" not in stderr
     rerun = tfds_build(*command[2:], cwd=REPO)
-    assert "train: 8 examples written from 8 videos of 8 listed" in rerun.stdout
+    assert "train: 8 examples written from 8 of 8 lines" in rerun.stdout

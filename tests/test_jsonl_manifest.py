@@ -161,3 +161,62 @@ def test_what_make_manifests_charades_writes_reads_back_as_written(tmp_path):
                 [s["label"], s["start"], s["end"]] for s in line.get("segments", [])
             ]
             assert [c for c, _, _ in note.captions] == line.get("captions", [])
+
+
+def test_one_run_names_the_problems_of_lines_that_have_others(tmp_path):
+    """Issue 47: a duplicate and a label inside `segments` were reported only once the other
+    problems of their lines were fixed. Every problem a fix would reveal is named at once."""
+    bad = [
+        {"path": "v/a.mov", "label": "cooking"},  # 1: fine
+        {"path": "v/b.mov", "label": "cooking", "start": 2, "end": 1},  # 2
+        {"path": "v/a.mov", "label": "cooking", "lable": "x"},  # 3: also a duplicate of 1
+        {  # 4: a negative end, and a segment's label not in labels.txt
+            "path": "v/c.mov", "end": -3, "segments": [{"label": "cookng", "start": 0, "end": 1}],
+        },
+        {"path": "v/d.mov", "labels": ["sleeping", 7], "captions": "one"},  # 5: id 7, captions
+        {"path": "v/a.mov", "label": "sleping", "start": "0"},  # 6: span unknown: no duplicate
+        {"path": "v/a.mov", "label": "sleeping", "strat": 4},  # 7: start misspelt: unknown
+        {"path": 3, "label": "dancing"},  # 8: no path, and a label not in labels.txt
+    ]  # fmt: skip
+    write(tmp_path, {"labels.txt": "cooking\nsleeping\n", "train.jsonl": lines(*bad)})
+    with pytest.raises(manifest.ManifestError) as error:
+        manifest.read_dataset(tmp_path)
+    where = f"{tmp_path / 'train.jsonl'}:"
+    expected = [
+        (2, '"start" (2) must be before "end" (1)'),
+        (3, "unknown key 'lable' (did you mean 'label'?)"),
+        (3, f"'v/a.mov' is already listed at {where}1"),
+        (4, '"end" must be a number of seconds >= 0, got -3'),
+        (4, "label 'cookng' is not in labels.txt (did you mean 'cooking'?)"),
+        (5, '"captions" must be a list'),
+        (5, "label id 7 out of range: labels.txt has 2 classes"),
+        (6, '"start" must be a number of seconds >= 0'),
+        (6, "label 'sleping' is not in labels.txt (did you mean 'sleeping'?)"),
+        (7, "unknown key 'strat' (did you mean 'start'?)"),
+        (8, '"path" must be a non-empty string'),
+    ]
+    problems = error.value.problems  # in line order
+    assert len(problems) == len(expected), "\n".join(problems)
+    for (line, reason), problem in zip(expected, problems):
+        assert problem.startswith(f"{where}{line}: ") and reason in problem, (line, problem)
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "txt"])
+def test_a_manifest_and_labels_saved_with_a_byte_order_mark_read_as_without(tmp_path, kind):
+    bom = "\ufeff".encode()
+    body = lines({"path": "a.mp4", "label": "café"}) if kind == "jsonl" else "a.mp4 café\n"
+    labels = bom + "x\ncafé\n".encode()
+    write(tmp_path, {f"train.{kind}": bom + body.encode(), "labels.txt": labels})
+    dataset = manifest.read_dataset(tmp_path)
+    (entry,) = dataset.splits["train"]
+    assert (entry.path, entry.label, dataset.class_names) == ("a.mp4", "café", ["x", "café"])
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "txt"])
+def test_a_utf16_manifest_is_one_problem_saying_so(tmp_path, kind):
+    text = lines({"path": "a.mp4", "label": "x"}) if kind == "jsonl" else "a.mp4 x\nb.mp4 y\n"
+    write(tmp_path, {f"train.{kind}": "\ufeff".encode("utf-16-le") + text.encode("utf-16-le")})
+    with pytest.raises(manifest.ManifestError) as error:
+        manifest.read_dataset(tmp_path)
+    (problem,) = error.value.problems
+    assert problem.startswith(f"{tmp_path / f'train.{kind}'}:1: the file is UTF-16")

@@ -169,3 +169,17 @@ def test_a_label_not_in_labels_txt_suggests_the_nearest_class(tmp_path):
         f"{train}:2: label 'Abseiling' is not in labels.txt (did you mean 'abseiling'?)",
         f"{train}:3: label 'cooking' is not in labels.txt",
     ]
+
+
+def test_bytes_that_are_not_utf8_are_a_problem_of_their_line_with_the_others(tmp_path):
+    (tmp_path / "labels.txt").write_bytes(b"cat\ndo\xe7\n")
+    (tmp_path / "train.txt").write_bytes(b"a.mp4 cat\nb\xff.mp4 cat\nc.mp4\nc.mp4 cat\n")
+    with pytest.raises(manifest.ManifestError) as error:
+        manifest.read_dataset(tmp_path)
+    labels, train = tmp_path / "labels.txt", tmp_path / "train.txt"
+    assert error.value.problems == [
+        f"{labels}:2: not UTF-8: byte 0xe7 at column 3 (unexpected end of data)",
+        f"{train}:2: not UTF-8: byte 0xff at column 2 (invalid start byte)",
+        f"{train}:3: expected '{{video path}} {{label}}', got 'c.mp4' (no label)",
+        f"{train}:4: 'c.mp4' is already listed at {train}:3",
+    ]

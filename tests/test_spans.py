@@ -7,6 +7,7 @@ in pixels (`videos.flash_frame`), so a wrong frame shows as a wrong number, not 
 """
 
 import dataclasses
+import fractions
 import json
 
 import av
@@ -16,7 +17,7 @@ import pytest
 import videos
 from conftest import decode_jpegs, psnr
 from video_tfrecords import VideoConfig
-from video_tfrecords.ingest import encoding, manifest, spans, video_io
+from video_tfrecords.ingest import encoding, frame_index, manifest, spans, video_io
 
 FPS = 25
 NUM_FRAMES = 300  # 12 s
@@ -155,11 +156,13 @@ def test_a_span_past_the_end_is_clipped_with_a_note_and_one_after_it_has_no_exam
     ]
     task = task_of(long_video, lines, tmp_path)
     outcome = encoding.encode(dataclasses.replace(task, cache_root=str(tmp_path / "cache")))
-    reason = outcome.note["reason"]
-    assert (
-        "train.jsonl:1: span [11 s, 15 s) ends past the video's end (12.000 s): clipped" in reason
-    )
-    assert "train.jsonl:2: span [13 s, 14 s) has no frame: the video ends at 12.000 s" in reason
+    where = str(tmp_path / "train.jsonl")
+    assert encoding.line_records(outcome) == (
+        [{"split": "train", "path": "v", "where": f"{where}:2",
+          "reason": "span [13 s, 14 s) has no frame: the video ends at 12.000 s"}],
+        [{"split": "train", "path": "v", "where": f"{where}:1",
+          "reason": "span [11 s, 15 s) ends past the video's end (12.000 s): clipped"}],
+    )  # fmt: skip
     parts = outcome.entry.summary["parts"]
     assert parts[0]["span_end"] == pytest.approx(12.0) and parts[1] is None
     examples = dict(encoding.examples_of(outcome))
@@ -167,10 +170,17 @@ def test_a_span_past_the_end_is_clipped_with_a_note_and_one_after_it_has_no_exam
     assert_ffmpegs_frames([examples["v@11.0-15.0#0"]], reference, 11.0, 15.0)
 
 
-def test_a_task_whose_only_span_has_no_frame_is_skipped_saying_why(long_video, tmp_path):
-    task = task_of(long_video, [{"path": "v", "label": "a", "start": 20}], tmp_path)
-    with pytest.raises(video_io.VideoError, match=r"span \[20 s, inf s\) has no frame"):
-        encoded(task)
+def test_a_task_whose_spans_have_no_frame_is_a_skip_record_for_each_line(long_video, tmp_path):
+    lines = [{"path": "v", "label": "a", "start": 20}, {"path": "v", "label": "a", "start": 30}]
+    task = task_of(long_video, lines, tmp_path)
+    outcome = encoding.encode(dataclasses.replace(task, cache_root=str(tmp_path / "cache")))
+    skipped, notes = encoding.line_records(outcome)
+    where = str(tmp_path / "train.jsonl")
+    assert [(r["where"], r["reason"]) for r in skipped] == [
+        (f"{where}:1", "span [20 s, inf s) has no frame: the video ends at 12.000 s"),
+        (f"{where}:2", "span [30 s, inf s) has no frame: the video ends at 12.000 s"),
+    ]
+    assert notes == [] and list(encoding.examples_of(outcome)) == []
 
 
 @pytest.mark.parametrize(
@@ -184,6 +194,7 @@ def test_frame_choices_apply_to_the_span_alone(long_video, reference, tmp_path, 
     (example,) = by_part[0]
     stored = [videos.frame_index(f) for f in decode_jpegs(example["video"])]
     inside = [i for i, _, _ in expected(reference, start, end)]  # frames 108 to 157
+    assert example["start_frame"] == stored[0]  # the source frame's index, not a count
     if ticks is not None:  # the frame on screen at each tick from the span's first frame
         first = reference.times[inside[0]]
         wanted_times = [first + k / ticks for k in range(round((end - first) * ticks))]
@@ -196,16 +207,69 @@ def test_frame_choices_apply_to_the_span_alone(long_video, reference, tmp_path, 
         assert stored == inside[:4]
 
 
-def test_segments_of_a_span_count_their_frames_from_its_start(long_video, tmp_path):
+def test_segments_of_a_span_start_at_their_first_frames_index_in_the_video(
+    long_video, reference, tmp_path
+):
     line = {"path": "v", "label": "x", "start": 2.0, "end": 4.7}  # frames 50 to 117
     by_part, _ = encoded(task_of(long_video, [line], tmp_path, segment_frames=30))
     examples = by_part[0]
+    first = expected(reference, 2.0, 4.7)[0][0]  # FFmpeg's decode from the file's start
     assert [(e["segment"], e["start_frame"], len(e["video"])) for e in examples] == [
-        (0, 0, 30),
-        (1, 30, 30),
-        (2, 60, 8),
+        (0, first, 30),
+        (1, first + 30, 30),
+        (2, first + 60, 8),
     ]
-    assert videos.frame_index(decode_jpegs(examples[1]["video"][:1])[0]) == 80
+    assert videos.frame_index(decode_jpegs(examples[1]["video"][:1])[0]) == first + 30 == 80
+
+
+def test_a_spans_start_frame_is_its_first_frames_index_in_the_video(
+    long_video, reference, tmp_path
+):
+    lines = [
+        {"path": "v", "label": "a", "start": 0.5, "end": 1.0},
+        {"path": "v", "label": "a", "start": 7.31, "end": 9.5},  # a run of its own: sought
+        {"path": "v", "label": "a", "start": 7.9, "end": 8.3},
+        {"path": "v", "label": "a", "end": 0.3},  # from the first frame
+    ]
+    by_part, _ = encoded(task_of(long_video, lines, tmp_path))
+    for number, line in enumerate(lines):
+        (example,) = by_part[number]
+        first = expected(reference, line.get("start", 0.0), line["end"])[0][0]
+        assert example["start_frame"] == first, line
+        assert videos.frame_index(decode_jpegs(example["video"][:1])[0]) == first % 256
+
+
+def vp8_with_a_hidden_frame(path) -> str:
+    """A VP8 WebM with a hidden inter frame (show_frame 0, as alt-ref frames are) just before
+    its keyframe at 2 s: a packet that decodes to no frame a player shows."""
+    frames = np.stack([videos.flash_frame(i, False) for i in range(100)])
+    plain = videos.write(str(path) + ".plain.webm", frames, "libvpx", options={"g": "25"})
+    with av.open(plain) as source, av.open(str(path), "w") as container:
+        base = source.streams.video[0].time_base
+        stream = container.add_stream_from_template(source.streams.video[0])
+        previous = None
+        for index, packet in enumerate(p for p in source.demux(video=0) if p.size):
+            data, pts, key = bytes(packet), packet.pts, packet.is_keyframe
+            hidden = bytes([previous[0] & ~0x10]) + previous[1:] if index == 50 else None
+            previous = data
+            for payload, stamp, keyframe in [(hidden, pts - 1, False), (data, pts, key)]:
+                if payload is not None:
+                    out = av.Packet(payload)
+                    out.stream, out.time_base, out.pts, out.dts = stream, base, stamp, stamp
+                    out.is_keyframe = keyframe
+                    container.mux(out)
+    return str(path)
+
+
+def test_start_frame_counts_the_frames_ffmpeg_shows_not_hidden_ones(tmp_path):
+    path = vp8_with_a_hidden_frame(tmp_path / "hidden.webm")
+    reference = videos.reference(path)
+    with av.open(path) as container:
+        assert sum(1 for p in container.demux(video=0) if p.size) == len(reference.times) + 1
+    line = {"path": "v", "label": "a", "start": 2.5, "end": 3.0}
+    by_part, _ = encoded(task_of(path, [line], tmp_path))
+    ((example,),) = by_part.values()
+    assert example["start_frame"] == expected(reference, 2.5, 3.0)[0][0] == 63
 
 
 def test_a_spans_audio_runs_from_its_first_frame_to_its_end(tmp_path):
@@ -234,5 +298,48 @@ def test_a_span_between_two_frames_is_noted_not_lost(long_video, tmp_path):
     ]
     by_part, summary = encoded(task_of(long_video, lines, tmp_path))
     assert list(by_part) == [0] and summary["parts"][1] is None
-    (note,) = summary["notes"]
-    assert "train.jsonl:2: span [4.001 s, 4.002 s) holds no frame of the video" in note
+    assert summary["notes"] == [[1, "span [4.001 s, 4.002 s) holds no frame of the video"]]
+
+
+STRUCTURES = {  # how each file is written (videos.write): where counting frames goes wrong
+    "edit_list.mp4": dict(times=[fractions.Fraction(i - 5, 25) for i in range(40)]),
+    "vfr.mp4": dict(times=[fractions.Fraction(i * i, 900) for i in range(60)]),
+    "fragmented.mp4": dict(container_options={"movflags": "dash+global_sidx"}),  # DASH
+    "open_gop.mpg": dict(codec="mpeg2video", options={"g": "15", "bf": "2"}),  # MPEG-2 PS
+    "open_gop.ts": dict(codec="mpeg2video", options={"g": "15", "bf": "2"}),  # starts > 0
+    "packed_b_frames.avi": None,  # XviD's, as UCF101 and HMDB51 hold them
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRUCTURES))
+def test_frames_before_a_time_are_those_a_decode_from_the_start_shows(name, tmp_path):
+    path, how = tmp_path / name, STRUCTURES[name]
+    if how is None:
+        videos.packed_b_frames_avi(path, num_frames=62)
+    else:
+        count = len(how.get("times", range(90)))
+        frames = np.stack([videos.flash_frame(i, False) for i in range(count)])
+        videos.write(path, frames, **{"options": {"g": "12", "bf": "2"}, **how})
+    shown = videos.reference(path).times
+    wanted = [0.5, 1.0, 1.37, 2.0, 3.5]
+    assert frame_index.frames_before(str(path), wanted) == [
+        sum(1 for t in shown if t < w - 1e-6) for w in wanted
+    ]
+
+
+def test_where_the_index_lists_every_packet_only_those_after_a_keyframe_are_read(
+    long_video, reference, monkeypatch
+):
+    read = []
+
+    def counted(*args):
+        for packet in stream_packets(*args):
+            read.append(packet)
+            yield packet
+
+    stream_packets = video_io.stream_packets
+    monkeypatch.setattr(video_io, "stream_packets", counted)
+    (before,) = frame_index.frames_before(long_video, [10.0])
+    assert before == sum(1 for t in reference.times if t < 10.0 - 1e-6) == 250
+    indexed = long_video.endswith((".mp4", ".avi"))  # MP4's sample tables, AVI's idx1
+    assert (len(read) < before) == indexed, len(read)  # counted from the index, not read

@@ -485,7 +485,9 @@ def test_a_video_whose_task_died_twice_is_skipped_with_a_record(manual, tmp_path
         "split": "validation",
         "path": "v6.mp4",
         "reason": "worker died (its task died twice while encoding it)",
+        "where": first.entry.where,
     }
+    assert first.entry.where.endswith("val.txt:1")
     assert results[1].entry is not None and results[1].skipped is None
     assert not distributed._mark(second).exists()  # finished: unmarked
     assert (

@@ -33,7 +33,9 @@ from video_tfrecords.util.paths import is_remote
 #    (awscrt's: 5x zlib's CRC32 here, and the build process checks every file it reads).
 # 4: frames timed by FFmpeg's best-effort rule and deinterlaced; audio with audio_rate.
 # 5: a task may hold several spans of its video; each example says which (`part`, `segment`).
-FORMAT = 5
+# 6: `start_frame` is the example's first frame's index in the video (a span's was 0); the
+#    summary's notes say which span they are of ([part, reason]).
+FORMAT = 6
 DONE = "done.json"
 
 

@@ -8,9 +8,10 @@ every span it falls in, which picks the frames to keep, resizes and JPEG-encodes
 a time, handing out each segment as it is made; `encode` wraps it in the build cache
 (`cache.cached`), which stores a file per segment, so memory holds one segment's JPEG bytes,
 never a video's raw frames, and a resumed build reads back what it had encoded. `examples_of`
-then reads the examples back for TFDS's writer. A bad video becomes a skip record
-`{split, path, reason}`, a span past the video's end a note: nothing is dropped without a
-trace. Like `video_io`, this module does not import TensorFlow.
+then reads the examples back for TFDS's writer. Every manifest line ends as examples or a
+skip record `{split, path, reason, where}` (`where`: its own `FILE:LINE`; `line_records`):
+each line of a bad video, a span that holds no frame; a span past the video's end, or
+damage, is a note of the same form. Like `video_io`, this module does not import TensorFlow.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import cv2
 
 from video_tfrecords.clips import keys
 from video_tfrecords.config import VideoConfig
-from video_tfrecords.ingest import audio_io, cache, manifest, progress, spans, video_io
+from video_tfrecords.ingest import audio_io, cache, frame_index, manifest, progress, spans, video_io
 from video_tfrecords.ingest.frame_choice import stored_size
 from video_tfrecords.ingest.span_writer import Jpegs, SpanWriter
 from video_tfrecords.records import schema
@@ -54,14 +55,22 @@ class Task:
     def where(self) -> str:
         return f"{self.entry.where}: {self.entry.path}"
 
-    def record(self, reason: str) -> dict:
-        """A skip record or a note: which video, and why."""
-        return {"split": self.split, "path": self.entry.path, "reason": reason}
+    @property
+    def lines(self) -> tuple[manifest.Entry, ...]:
+        """The manifest lines the task stores: one per part, or its one line."""
+        return tuple(part.entry for part in self.parts) or (self.entry,)
+
+    def record(self, reason: str, line: manifest.Entry | None = None) -> dict:
+        """A skip record or a note: which video, why, and the manifest line (`FILE:LINE`)
+        it is of (the task's first, unless `line` says)."""
+        line = line or self.entry
+        return {"split": self.split, "path": line.path, "reason": reason, "where": line.where}
 
 
 @dataclasses.dataclass
 class Outcome:
-    """What one task produced: a cache entry of examples, or a skip record; maybe a note."""
+    """What one task produced: a cache entry of examples, or the video's skip record; maybe
+    the video's note (damage). `line_records` gives the records of each of its lines."""
 
     task: Task
     entry: cache.Entry | None = None
@@ -92,8 +101,7 @@ def encode(task: Task) -> Outcome:
     damage = entry.summary["damage"]
     if damage and task.config.strict:
         return Outcome(task, skipped=task.record(f"{damage} (strict build)"))
-    note = "; ".join(filter(None, [damage, *entry.summary["notes"]]))
-    return Outcome(task, entry=entry, note=task.record(note) if note else None)
+    return Outcome(task, entry=entry, note=task.record(damage) if damage else None)
 
 
 def _cache_key(task: Task) -> str:
@@ -156,8 +164,9 @@ def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
     """Decodes the task's video once and gives each example (segment) of each of its spans
     to `add` as it is made; returns the summary: the fields the video gives (not those the
     manifest gives: label and name come from the task when read back), each span's own
-    (`parts`: None for a span with no frame), the damage, if any, and notes on spans past
-    the video's end."""
+    (`parts`: None for a span with no frame), the damage, if any, and `notes`: [part,
+    reason] for each span past the video's end or with no frame. VideoError for a video
+    (not a span) that gives no frame."""
     config, path = task.config, task.video_path
     threads, deinterlace = task.decoder_threads, config.deinterlace == "auto"
     parts = [(p.start, p.end) for p in task.parts] or [(0.0, float("inf"))]
@@ -179,8 +188,8 @@ def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
         finally:
             for w in writers:
                 w.close()
-    if not any(summaries):
-        raise video_io.VideoError(notes[0] if task.parts else "no frame could be decoded")
+    if not task.parts and not any(summaries):
+        raise video_io.VideoError("no frame could be decoded")
     fields = {
         "codec": info.codec,
         "source_height": info.coded_height,
@@ -206,8 +215,13 @@ def _decode_spans(task: Task, video: video_io.Video, writers: list[SpanWriter]):
     summaries: list[dict | None] = [None] * len(writers)
     notes = []
     fps = video.info.nominal_fps
-    for first, last in spans.ranges(writers):
+    ranges = spans.ranges(writers)
+    sought = [first for first, _ in ranges if first > video_io.EPSILON]  # a seek each
+    before = dict(zip(sought, frame_index.frames_before(task.video_path, sought)))
+    for first, last in ranges:
         active = [w for w in writers if first <= w.start and w.end <= last]
+        for w in active:  # a frame's `index` counts from the range's first
+            w.frames_before = before.get(first, 0)
         for frame in video.frames(first, last):
             for w in active:
                 if w.covers(frame.time):
@@ -218,18 +232,18 @@ def _decode_spans(task: Task, video: video_io.Video, writers: list[SpanWriter]):
             past = video.ended and math.isfinite(w.end) and w.end > video.end + video_io.EPSILON
             if task.parts and (past or summaries[w.part] is None):
                 ended = video.end if video.ended else None
-                notes.append(_span_note(task.parts[w.part], ended, summaries[w.part]))
+                notes.append([w.part, _span_note(task.parts[w.part], ended, summaries[w.part])])
     return summaries, notes
 
 
 def _span_note(part: spans.Part, video_end: float | None, summary: dict | None) -> str:
-    """The note on a span with no frame, or that ends after the video (`video_end`) does."""
-    where = f"{part.entry.where}: span [{part.start:g} s, {part.end:g} s)"
+    """Why a span has no frame, or that it ends after the video (`video_end`) does."""
+    span = f"span [{part.start:g} s, {part.end:g} s)"
     if summary is not None:
-        return f"{where} ends past the video's end ({video_end:.3f} s): clipped"
+        return f"{span} ends past the video's end ({video_end:.3f} s): clipped"
     if video_end is not None and part.start >= video_end - video_io.EPSILON:
-        return f"{where} has no frame: the video ends at {video_end:.3f} s (no example)"
-    return f"{where} holds no frame of the video (no example)"
+        return f"{span} has no frame: the video ends at {video_end:.3f} s"
+    return f"{span} holds no frame of the video"
 
 
 def examples_of(
@@ -268,17 +282,34 @@ def examples_of(
 # -- reporting -------------------------------------------------------------------
 
 
-def report(outcome: Outcome, strict: bool) -> Outcome:
-    """Warns of a skipped or noted video; a strict build raises for a skipped one."""
+def line_records(outcome: Outcome) -> tuple[list[dict], list[dict]]:
+    """The outcome's skip records and notes, each of one manifest line (`where`): a skipped
+    video's for each of its lines, a span with no frame's for its own line; the video's note
+    (its damage, on its first line) and each clipped span's. A line without a skip record
+    has examples: examples' lines + skip records = the task's lines."""
     task = outcome.task
-    if outcome.skipped and strict:
-        raise VideoBuildError(
-            f"{task.where}: {outcome.skipped['reason']} (strict build stops here)"
-        )
     if outcome.skipped:
-        _warn(f"Skipping {task.where}: {outcome.skipped['reason']}")
-    if outcome.note:
-        _warn(f"Keeping {task.where}: {outcome.note['reason']}")
+        skipped = [{**outcome.skipped, "where": line.where} for line in task.lines]
+        return skipped, [outcome.note] if outcome.note else []
+    skipped, notes = [], [outcome.note] if outcome.note else []
+    parts = outcome.entry.summary["parts"] if outcome.entry else ()
+    for part, reason in outcome.entry.summary["notes"] if outcome.entry else ():
+        line = task.lines[part]
+        (notes if parts[part] else skipped).append(task.record(reason, line))
+    return skipped, notes
+
+
+def report(outcome: Outcome, strict: bool) -> Outcome:
+    """Warns of each skipped or noted line; a strict build raises at the first skipped one."""
+    skipped, notes = line_records(outcome)
+    if skipped and strict:
+        record = skipped[0]
+        raise VideoBuildError(
+            f"{record['where']}: {record['path']}: {record['reason']} (strict build stops here)"
+        )
+    for kind, records in (("Skipping", skipped), ("Keeping", notes)):
+        for record in records:
+            _warn(f"{kind} {record['where']}: {record['path']}: {record['reason']}")
     return outcome
 
 
@@ -288,6 +319,7 @@ def _warn(text: str) -> None:
 
 
 def records_of(outcome: Outcome) -> list[str]:
-    """The outcome's skip record and note as JSON lines tagged by kind (for Beam)."""
-    tagged = [("skipped", outcome.skipped), ("notes", outcome.note)]
-    return [json.dumps({"kind": kind, **record}) for kind, record in tagged if record]
+    """The outcome's `line_records` as JSON lines tagged by kind (for Beam)."""
+    skipped, notes = line_records(outcome)
+    tagged = [("skipped", r) for r in skipped] + [("notes", r) for r in notes]
+    return [json.dumps({"kind": kind, **record}) for kind, record in tagged]

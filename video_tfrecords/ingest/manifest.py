@@ -4,13 +4,15 @@ Lines (`jsonl_manifest`) for spans, several labels, segments and captions.
 Every problem in every manifest is collected and reported in one
 `ManifestError`, each as `FILE:LINE: reason`, before any video is decoded: a
 typo on line 90,000 should cost seconds, not the hours of decoding before it.
+A line with a problem is still checked with the others (its labels, whether it repeats
+one), so that fixing what one run names never reveals more that were there all along.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from video_tfrecords.ingest import jsonl_manifest
@@ -117,25 +119,51 @@ def looks_like_video_file(name: str) -> bool:
     return bool(stem and dot) and extension.lower() in VIDEO_EXTENSIONS
 
 
-def read_manifest(path: epath.Path) -> tuple[list[Entry], list[str]]:
-    """Returns the entries of one manifest file (text or JSON Lines) and its problems."""
-    entries, problems = [], []
-    name = str(path)  # once: an epath's str costs more than parsing its line
+def read_manifest(path: epath.Path) -> tuple[list[Entry], list[str], list[tuple[Entry, bool]]]:
+    """The entries of one manifest file (text or JSON Lines), its problems, and its lines with
+    problems as far as they could be read, each with whether its span is known: checked for
+    labels and duplicates with the others (one run names every problem), never built."""
+    entries, partial, name = [], [], str(path)  # once: an epath's str costs more than a line
     if path.name.endswith(".jsonl"):
-        lines, problems = jsonl_manifest.read_lines(path)
+        lines, problems, unsure = jsonl_manifest.read_lines(path)
         entries = [Entry(name, *line) for line in lines]
+        partial = [
+            (Entry(name, number, p.path, p.label, p.annotation), p.span_known)
+            for number, p in unsure
+        ]
     else:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        problems = []
+        for number, line, problem in text_lines(path):
             try:
-                parsed = parse_line(line)
+                parsed = parse_line(line) if problem is None else None
             except ValueError as e:
-                problems.append(f"{path}:{number}: {e}")
-                continue
-            if parsed is not None:
+                problem = str(e)
+                partial.append((Entry(name, number, line.strip(), None), True))
+            if problem is not None:
+                problems.append(f"{path}:{number}: {problem}")
+            elif parsed is not None:
                 entries.append(Entry(name, number, *parsed))
     if not entries and not problems:
         problems.append(f"{path}:1: the manifest has no video lines")
-    return entries, problems
+    return entries, problems, partial
+
+
+def text_lines(path: epath.Path) -> list[tuple[int, str, str | None]]:
+    """(line number, text, problem) for each line of a text file (`str.splitlines`' lines),
+    read past a UTF-8 byte order mark: a line that is not UTF-8 gives where its first bad
+    byte is (as `jsonl_manifest.decode_lines`), a UTF-16 file one problem."""
+    data, problem = jsonl_manifest.without_bom(path.read_bytes())
+    if problem:
+        return [(1, "", problem)]
+    try:
+        return [(n, line, None) for n, line in enumerate(data.decode("utf-8").splitlines(), 1)]
+    except UnicodeDecodeError:
+        pass
+    lines = []
+    for number, line in enumerate(data.decode("utf-8", "surrogateescape").splitlines(), 1):
+        raw = line.encode("utf-8", "surrogateescape")
+        lines.append((number, line, jsonl_manifest.not_utf8(raw)))
+    return lines
 
 
 def find_manifests(manual_dir: epath.Path) -> tuple[dict[str, epath.Path], list[str]]:
@@ -159,9 +187,11 @@ def find_manifests(manual_dir: epath.Path) -> tuple[dict[str, epath.Path], list[
 def read_labels_file(path: epath.Path) -> tuple[list[str], list[str]]:
     """Returns the class names of `labels.txt` (line i = id i) and its problems."""
     names, problems, seen = [], [], {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line, problem in text_lines(path):
         name = line.strip()
-        if not name:
+        if problem:
+            problems.append(f"{path}:{number}: {problem}")
+        elif not name:
             problems.append(f"{path}:{number}: empty class name (line i must name class i)")
         elif name in seen:
             problems.append(f"{path}:{number}: class {name!r} already on line {seen[name]}")
@@ -245,6 +275,43 @@ def duplicate_problems(entries: Iterable[Entry]) -> list[str]:
     return problems
 
 
+def in_several_splits(
+    splits: Mapping[str, list[Entry]], files: Mapping[str, Mapping[str, Hashable]]
+) -> list[dict[str, list[Entry]]]:
+    """The videos named in more than one split (a model evaluated on what it was trained on),
+    each as its lines by split. `files`: split -> path as written -> the file it names, equal
+    for one file however written (the build's: the path resolved against the manual dir and
+    normalized, so `v/a.mp4`, `./v/a.mp4` and its absolute path are one video; links and
+    copies are not followed). A dict look-up a path."""
+    first: dict[Hashable, str] = {}  # file -> the first split naming it
+    shared: dict[Hashable, dict[str, list[Entry]]] = {}
+    for split, paths in files.items():
+        for file in paths.values():
+            if first.setdefault(file, split) != split:
+                shared[file] = {}
+    if shared:
+        for split, entries in splits.items():
+            for entry in entries:
+                lines = shared.get(files[split][entry.path])
+                if lines is not None:
+                    lines.setdefault(split, []).append(entry)
+    return list(shared.values())
+
+
+def in_line_order(problems: list[str], files: Sequence[str]) -> list[str]:
+    """`FILE:LINE: reason` problems file by file (in the order of `files`), each file's by line
+    (a line's own in the order found): what a user fixes from the top of each file down."""
+
+    def place(problem: str) -> tuple[int, int]:
+        for rank, file in enumerate(files):
+            number = problem[len(file) + 1 :].partition(":")[0]
+            if problem.startswith(f"{file}:") and number.isdigit():
+                return rank, int(number)
+        return len(files), 0
+
+    return sorted(problems, key=place)
+
+
 def _seconds(span: tuple[float, float]) -> str:
     return f"[{span[0]:g} s, {span[1]:g} s)"
 
@@ -265,20 +332,24 @@ def read_dataset(manual_dir: epath.PathLike) -> Dataset:
             f"{manual_dir}: no manifest found (expected at least one of {expected}, "
             "or the same names ending in .jsonl)"
         )
-    splits = {}
+    splits, unsure = {}, []
     for split, path in manifests.items():
-        entries, split_problems = read_manifest(path)
+        entries, split_problems, partial = read_manifest(path)
         splits[split] = entries
-        problems += split_problems + duplicate_problems(entries)
+        known = [e for e, sure in partial if sure]
+        spans = sorted([*entries, *known], key=lambda e: e.line) if known else entries
+        problems += split_problems + duplicate_problems(spans)
+        unsure += [e for e, _ in partial]
     class_names = None
     if (manual_dir / LABELS_FILE).exists():
         class_names, label_problems = read_labels_file(manual_dir / LABELS_FILE)
         problems += label_problems
     all_entries = [e for entries in splits.values() for e in entries]
-    class_names, ids, label_problems = assign_labels(all_entries, class_names)
+    class_names, ids, label_problems = assign_labels(all_entries + unsure, class_names)
     problems += label_problems
     if problems:
-        raise ManifestError(problems)
+        files = [str(manual_dir / LABELS_FILE), *map(str, manifests.values())]
+        raise ManifestError(in_line_order(problems, files))
     return Dataset(splits=splits, class_names=class_names, ids=ids)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from etils import epath
 
-from video_tfrecords.ingest import cache, encoding, manifest, provenance, spans, summary
+from video_tfrecords.ingest import cache, encoding, manifest, progress, provenance, spans, summary
 from video_tfrecords.records import schema
 from video_tfrecords.util.text import plural
 
@@ -37,6 +37,9 @@ any of "label", "labels": [...], "start"/"end" (seconds), "segments":
 [{"label", "start", "end"}], "captions": ["text", ...] or [{"text", "start",
 "end"}]}.
 """
+
+
+SHOWN = 5  # videos in several splits warned of one by one
 
 
 class ManualDirError(FileNotFoundError):
@@ -63,6 +66,7 @@ class BuildRun:
         self.info, self.config = info, config
         self.cache_dir: epath.Path | None = None  # set by `plan`: nothing is built before
         self.videos_per_split: dict[str, int] = {}
+        self.lines_per_split: dict[str, int] = {}  # manifest lines (spans of a video each one)
         self.tasks: dict[str, list[encoding.Task]] = {}
         self.built_from: dict | None = None  # what the plan read (provenance.collect)
         self.encoded = {"encoded": 0, "read back": 0}  # videos, as `record` saw them
@@ -89,7 +93,7 @@ class BuildRun:
         kinds = spans.feature_kinds(e for entries in dataset.splits.values() for e in entries)
         self._name_classes(dataset.class_names, kinds)
         self.metadata["skipped"] = []
-        self.metadata["notes"] = []
+        self.metadata["notes"] = self._shared_videos(dataset, files)
         self.cache_dir = epath.Path(download_dir) / "video_tfrecords_cache" / self.config.name
         self.tasks = {
             split: [
@@ -99,7 +103,34 @@ class BuildRun:
             for split, entries in dataset.splits.items()
         }
         self.videos_per_split = {split: len(videos) for split, videos in self.tasks.items()}
+        self.lines_per_split = {split: len(entries) for split, entries in dataset.splits.items()}
         return self.tasks
+
+    def _shared_videos(self, dataset: manifest.Dataset, files: dict) -> list[dict]:
+        """Warns of the videos in more than one split (the first few, then how many more),
+        naming their lines in each; returns a note for each of those lines."""
+        shared = manifest.in_several_splits(dataset.splits, files)
+        notes = []
+        for number, by_split in enumerate(shared):
+            named = {split: f"{split} ({_lines(lines)})" for split, lines in by_split.items()}
+            split, lines = next(iter(by_split.items()))
+            if number < SHOWN:
+                progress.write(
+                    f"WARNING: {lines[0].path} ({files[split][lines[0].path][0]}) is in splits "
+                    f"{' and '.join(named.values())}: splits that share a video leak into "
+                    "each other"
+                )
+            for split, lines in by_split.items():
+                others = " and ".join(text for other, text in named.items() if other != split)
+                reason = f"the video is in split {others} too (leakage between splits)"
+                notes += [{"split": split, "path": line.path, "reason": reason,
+                           "where": line.where} for line in lines]  # fmt: skip
+        if len(shared) > SHOWN:
+            progress.write(
+                f"WARNING: {len(shared) - SHOWN} more videos are in several splits; "
+                "info.metadata['notes'] names each of their lines"
+            )
+        return notes
 
     def read_inputs(self, manual_dir: epath.PathLike) -> tuple[manifest.Dataset, dict]:
         """The manual dir's checked manifests, and the record of what a build of them under
@@ -167,13 +198,13 @@ class BuildRun:
         )
 
     def record(self, outcome: encoding.Outcome) -> None:
-        """Keeps the outcome's skip record and note; counts the videos encoded or read back."""
+        """Keeps the skip record of each of the outcome's lines that gives no example, and its
+        notes (`encoding.line_records`); counts the videos encoded or read back."""
         if outcome.entry is not None:
             self.encoded["read back" if outcome.entry.reused else "encoded"] += 1
-        if outcome.skipped:
-            self.metadata["skipped"].append(outcome.skipped)
-        if outcome.note:
-            self.metadata["notes"].append(outcome.note)
+        skipped, notes = encoding.line_records(outcome)
+        self.metadata["skipped"].extend(skipped)
+        self.metadata["notes"].extend(notes)
 
     def record_all(self, records: list[dict]) -> None:
         """Keeps records written as `encoding.records_of` tags them (a Beam build's)."""
@@ -182,20 +213,21 @@ class BuildRun:
             self.metadata[record.pop("kind")].append(record)
 
     def check_records(self, splits) -> None:
-        """Sorts the records by split and path (whatever order the videos were done in);
-        fails a split where every video was bad (the skips were warned of one by one)."""
+        """Sorts the records by split, path and line (whatever order the videos were done in);
+        fails a split where no line gave an example (the skips were warned of one by one)."""
         for kind in ("skipped", "notes"):
-            self.metadata[kind].sort(key=lambda r: (r["split"], r["path"]))
+            self.metadata[kind].sort(key=_record_order)
         for split in splits:
             skipped = [s for s in self.metadata["skipped"] if s["split"] == split]
-            if len(skipped) == self.videos_per_split[split]:
+            if len(skipped) == self.lines_per_split[split]:
                 reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in skipped)
+                listed = summary.lines_of(len(skipped), self.videos_per_split[split])
                 raise encoding.VideoBuildError(
-                    f"none of the {len(skipped)} videos of split {split} could be read: {reasons}"
+                    f"none of the {listed} of split {split} gave an example: {reasons}"
                 )
 
     def summary(self, dataset_dir: epath.PathLike, examples: Mapping[str, int]) -> str:
-        """The build's closing lines: per split, examples written, videos skipped or noted;
+        """The build's closing lines: per split, examples written, lines skipped or noted;
         the videos encoded and read back, and where the kept encoding cache is."""
         info_path = str(epath.Path(dataset_dir) / "metadata.json")
         encoded, reused = self.encoded["encoded"], self.encoded["read back"]
@@ -210,8 +242,8 @@ class BuildRun:
                 f"keep_cache=False removes it): {self.cache_dir}"
             )
         return summary.build_summary(
-            self.info.full_name, self.videos_per_split, examples, self.metadata, info_path,
-            cache_lines,
+            self.info.full_name, self.lines_per_split, self.videos_per_split, examples,
+            self.metadata, info_path, cache_lines,
         )  # fmt: skip
 
     def interrupted(self) -> str:
@@ -236,3 +268,15 @@ class BuildRun:
             parent = self.cache_dir.parent
             if parent.exists() and not any(parent.iterdir()):
                 parent.rmdir()
+
+
+def _lines(lines: list[manifest.Entry]) -> str:
+    """`FILE:LINE`, and how many more lines name the video there."""
+    more = f", +{plural(len(lines) - 1, 'more line')}" if len(lines) > 1 else ""
+    return lines[0].where + more
+
+
+def _record_order(record: dict) -> tuple:
+    """A skip record's or note's place: by split, path, manifest and line number."""
+    manifest_file, _, line = record.get("where", "").rpartition(":")
+    return record["split"], record["path"], manifest_file, int(line) if line.isdigit() else 0

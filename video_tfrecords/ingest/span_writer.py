@@ -57,7 +57,7 @@ class Jpegs:
 class Segment:
     """The frames of one example as they are encoded, held to the size limit as they grow."""
 
-    start: int
+    start: int = 0  # its first frame's index in the video (`start_frame`)
     frames: list[bytes] = dataclasses.field(default_factory=list)
     times: list[float] = dataclasses.field(default_factory=list)
     crcs: list[int] = dataclasses.field(default_factory=list)
@@ -114,7 +114,9 @@ class SpanWriter:
         self._open_audio, self.audio = open_audio, None
         self._limit = config.segment_frames or math.inf
         self.decoded: list[float] = []  # the span's decoded frames' times
-        self._segment, self._full, self._made = Segment(start=0), None, 0
+        # The video's frames before the first pushed to it (whose `index` counts from there).
+        self.frames_before = 0
+        self._segment, self._full, self._made = Segment(), None, 0
         self._times: list[float] = []  # the stored frames' times
         self._last: video_io.Frame | None = None  # the last stored frame
 
@@ -161,11 +163,13 @@ class SpanWriter:
         if self.audio is None and self._open_audio is not None:  # from the first stored frame
             self.audio = self._open_audio()
             self.audio.start_at(audio_io.sample_at(time, self.audio.rate))
+        if not self._segment.frames:
+            self._segment.start = self.frames_before + frame.index
         self._segment.add(self._jpegs.of(frame), time)
         self._times.append(time)
         self._last = frame
         if len(self._segment.frames) == self._limit:
-            self._full, self._segment = self._segment, Segment(start=len(self._times))
+            self._full, self._segment = self._segment, Segment()
 
     def _hand_out(self, done: Segment, end: float) -> None:
         """One example, its audio running to `end` (the next example's first frame's time)."""

@@ -22,29 +22,38 @@ __all__ = [
     "build_summary",
     "errors_first",
     "interrupted_message",
+    "lines_of",
     "print_last",
     "run_by_tfds_command",
     "without_tfds_chatter",
 ]
 
 
+def lines_of(lines: int, videos: int) -> str:
+    """`"13 lines (9 videos)"`; `"4 lines"` where each line is a video of its own."""
+    return plural(lines, "line") + ("" if lines == videos else f" ({plural(videos, 'video')})")
+
+
 def build_summary(
     name: str,
+    lines_listed: Mapping[str, int],
     videos: Mapping[str, int],
     examples: Mapping[str, int],
     metadata: Mapping[str, list],
     info_path: str,
     cache: Sequence[str] = (),
 ) -> str:
-    """Lines: per split, videos listed, examples written, videos skipped and noted; `cache`,
-    what the build read back and kept; where the records of the skips and notes are."""
+    """Lines: per split, the manifest lines that gave examples of those listed (and the
+    videos they name), examples written, lines skipped (a skip record each: the two add up
+    to the lines listed) and notes; `cache`, what the build read back and kept; where the
+    records of the skips and notes are."""
     lines = [f"{name}: built from your manifests."]
-    for split, listed in videos.items():
+    for split, listed in lines_listed.items():
         skipped = sum(1 for r in metadata.get("skipped", ()) if r["split"] == split)
         noted = sum(1 for r in metadata.get("notes", ()) if r["split"] == split)
         lines.append(
             f"  {split}: {plural(examples.get(split, 0), 'example')} written from "
-            f"{plural(listed - skipped, 'video')} of {listed} listed; {skipped} skipped, "
+            f"{listed - skipped} of {lines_of(listed, videos[split])}; {skipped} skipped, "
             f"{noted} kept with a note"
         )
     lines += [f"  {line}" for line in cache]
