@@ -226,7 +226,8 @@ class ClipSource:
     def plan(self, index) -> dict[str, np.ndarray]:
         """What `source[index]` takes from its video, without decoding pixels: `decode_np.plan_np`
         with boxes ("indices", "crop_offsets", "flip", "boxes" in the stored frame's pixels,
-        "frame_size"), drawn with the same seed and epoch."""
+        "frame_size"), drawn with the same seed and epoch; "frame_range": [first, stop) of the
+        stored frames the clip was drawn from (with `segment=True`, its segment's)."""
         record_index, epoch = self._locate(index)
         seed = self._epoch_seed(epoch)
         stored = self._stored(record_index, seed)
@@ -238,6 +239,7 @@ class ClipSource:
         inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
         plan = decode_np.plan_np(self.spec, frames, seed, boxes=True, **inputs)
         plan["indices"] = np.where(plan["indices"] >= 0, plan["indices"] + first, -1)
+        plan["frame_range"] = np.array([first, first + len(frames)])
         return plan
 
     def _stored(self, record_index: int, seed) -> StoredExample:

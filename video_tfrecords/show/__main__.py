@@ -58,8 +58,10 @@ def _clips_parser(commands) -> None:
         help="N clips of a split as a PNG contact sheet or an animated GIF / MP4 (the default)",
         description="Clips of a split as ClipSource gives them: a PNG contact sheet (one row "
         "per view, its frames side by side) or an animated GIF / MP4 (a grid of views, one "
-        "frame of each per image). Each tile is titled with its class, file, clip times and "
-        "frames, flip and box; with audio, a waveform strip of the clip's window.",
+        "frame of each per image), shrunk to fit a laptop's screen unless --frame_height. Each "
+        "tile is titled with its class (or its labels), file, span, clip times and frames, flip "
+        "and box; with stored annotations the clip's labels (--labels clip), the segment it was "
+        "drawn in (--segment) and its caption(s); with audio, a waveform strip of its window.",
     )
     _add_dataset_flags(parser)
     group = parser.add_argument_group("what to show")
@@ -91,7 +93,8 @@ def _clips_parser(commands) -> None:
     group.add_argument(
         "--frame_height", type=_positive,
         help="each frame's height in pixels, aspect kept (enlarged by pixel copies, reduced by "
-        "area averages) (default: as decoded)",
+        "area averages) (default: as decoded, or all shrunk alike until the picture fits "
+        "1600x900 px, a laptop's screen, the tallest no lower than 64 px)",
     )  # fmt: skip
     group.add_argument(
         "--columns", type=_positive, help="animation: tiles a row (default: about a square grid)"
@@ -111,7 +114,10 @@ def _report_parser(commands) -> None:
         description="Per split: examples and shards (from dataset_info.json), stored bytes, "
         "a class histogram, durations, frame counts, frame rates and frame sizes (read from "
         "every record, each one's checksum checked), and the videos the build skipped or "
-        "noted, by reason (metadata.json). Printed as text; with --out, also drawn as a PNG.",
+        "noted, a row per kind of reason with the manifest lines (FILE:LINE) they are about "
+        "(metadata.json). A dataset with `labels` (JSON Lines) counts its classes from them: "
+        "the examples with each, its distinct segments and the seconds of stored frames in "
+        "them. Printed as text; with --out, also drawn as a PNG.",
     )
     _add_dataset_flags(parser)
     parser.add_argument("--splits", help="comma-separated splits (default: all)")
@@ -186,7 +192,18 @@ def run_clips(args) -> str:
     chosen = _chosen(args, len(source))
     shown = []
     for index in chosen:
-        shown += views.example_tiles(source, index, records, args.frame_height, full)
+        shown += views.example_tiles(source, index, records, full)
+    columns = args.columns or math.ceil(math.sqrt(len(shown)))
+    if args.frame_height is not None:
+        shown, fitted = [tiles.at_height(tile, args.frame_height) for tile in shown], ""
+    else:  # a picture a laptop's screen shows whole (tiles.SCREEN)
+        size = tiles.sheet_size if kind == "png" else (
+            lambda shown, scale: tiles.animation_size(shown, columns, scale))  # fmt: skip
+        scale = tiles.fitting_scale(shown, size)
+        fitted = "" if scale is None else (
+            f", frames shrunk to {max(tiles.scaled_height(t, scale) for t in shown)} px high "
+            "to fit (--frame_height sets it)")  # fmt: skip
+        shown = [tiles.at_scale(tile, scale) for tile in shown]
     if kind == "png":
         image = tiles.sheet(shown)
         if not cv2.imwrite(args.out, cv2.cvtColor(image, cv2.COLOR_RGB2BGR)):
@@ -194,7 +211,6 @@ def run_clips(args) -> str:
         size = image.shape
         frames = ""
     else:
-        columns = args.columns or math.ceil(math.sqrt(len(shown)))
         images = tiles.animation_frames(shown, columns)
         rate = args.play_fps or _play_rate(source, records, chosen[0])
         animation.write_animation(args.out, images, rate)
@@ -203,7 +219,7 @@ def run_clips(args) -> str:
     return (
         f"wrote {args.out}: {plural(len(shown), 'tile')} of {plural(len(chosen), 'clip')} from "
         f"split {args.split!r} ({plural(len(source), 'example')}), {size[1]}x{size[0]} px"
-        f"{frames}; seed {source.spec.seed} (--seed {source.spec.seed} draws them again)"
+        f"{fitted}{frames}; seed {source.spec.seed} (--seed {source.spec.seed} draws them again)"
     )
 
 

@@ -1,8 +1,11 @@
-"""The report as a picture (OpenCV; no plotting library): a row of bar charts per split.
+"""The report as a picture (OpenCV; no plotting library): two rows of charts per split.
 
-Panels: classes, durations, stored frames, frame rates, frame sizes, record
-sizes, and skipped / noted videos by reason. Continuous values are binned
-(`BINS`); categories (rates, sizes, reasons) get a bar each, the most common first.
+Panels: classes (from `labels` where the dataset stores them), durations,
+stored frames, record sizes; frame rates, frame sizes, and the skipped /
+noted videos, one row per kind of reason as the text report has them.
+Continuous values are binned (`BINS`); categories get a horizontal bar each,
+the most common first, their text whole (wrapped, never cut off); what does
+not fit is counted ("+3 more"). 1500 px wide: it reads on a laptop's screen.
 """
 
 from __future__ import annotations
@@ -12,108 +15,188 @@ import collections
 import cv2
 import numpy as np
 
-from video_tfrecords.show.report import DatasetReport, SplitReport, reason_kind
+from video_tfrecords.show import tiles
+from video_tfrecords.show.report import (
+    DatasetReport,
+    SplitReport,
+    class_counts,
+    problem_groups,
+    problem_text,
+)
+from video_tfrecords.util.text import plural
 
-__all__ = ["BINS", "report_image"]
+__all__ = ["BINS", "MAX_ROWS", "PANEL_H", "PANEL_W", "SCALE", "report_image"]
 
 BINS = 20
-PANEL_H, PANEL_W = 200, 300
-_FONT, _SCALE = cv2.FONT_HERSHEY_SIMPLEX, 0.38
-_INK, _BAR, _PAPER = (30, 30, 30), (70, 110, 200), (255, 255, 255)
-_MAX_BARS = 8  # categories shown a panel
+PANEL_H, PANEL_W = 200, 300  # a panel; classes take two widths, the reasons three
+SCALE, LINE = 0.45, 17  # Hershey simplex at 0.45: capitals 10 px tall
+INK, BAR, PAPER = (30, 30, 30), (70, 110, 200), (255, 255, 255)
+SKIPPED, NOTED = (210, 60, 60), (230, 160, 40)
+MAX_ROWS = 8  # bars of a category panel; reasons listed a split
+_NAMED_CLASSES = 9  # more classes than this: a histogram over class ids
 
 
-def _text(image, text: str, x: int, y: int, colour=_INK) -> None:
-    """`text` at (x, y), cut to what fits in the image's width."""
-    text = text.encode("ascii", "replace").decode()
-    while len(text) > 1 and cv2.getTextSize(text, _FONT, _SCALE, 1)[0][0] > image.shape[1] - x:
-        text = text[:-1]
-    cv2.putText(image, text, (x, y), _FONT, _SCALE, colour, 1, cv2.LINE_AA)
+def _text(image, text: str, x: int, y: int, colour=INK) -> None:
+    """`text` with its baseline at (x, y); the caller makes it fit (`tiles.wrapped`)."""
+    cv2.putText(image, tiles.ascii_text(text), (x, y), tiles.FONT, SCALE, colour, 1, cv2.LINE_AA)
 
 
-def _panel(title: str, counts, left: str = "", right: str = "", labels=None) -> np.ndarray:
-    """Vertical bars of `counts` under `title`; `left`/`right` under the ends of the axis, or a
-    label under each bar."""
-    image = np.full((PANEL_H, PANEL_W, 3), _PAPER, np.uint8)
-    _text(image, title, 6, 14)
+def _width(text: str) -> int:
+    return tiles.text_width(tiles.ascii_text(text), SCALE)
+
+
+def _paper(height: int, width: int) -> np.ndarray:
+    return np.full((height, width, 3), PAPER, np.uint8)
+
+
+def _title(image, lines: list[str]) -> int:
+    """The panel's title lines (`_title_lines`); returns the y under them."""
+    for i, line in enumerate(lines):
+        _text(image, line, 6, 16 + i * LINE)
+    return 16 + len(lines) * LINE
+
+
+def _title_lines(title: str, width: int) -> list[str]:
+    return tiles.wrapped([title], width - 8, SCALE)
+
+
+def _histogram(title: str, counts, left: str = "", right: str = "", width=PANEL_W) -> np.ndarray:
+    """Vertical bars of `counts` under `title`, `left`/`right` under the ends of the axis."""
+    image = _paper(PANEL_H, width)
+    top = _title(image, _title_lines(title, width)) + 6
     counts = np.asarray(counts, np.float64)
-    top, bottom, x0, x1 = 34, PANEL_H - 34, 8, PANEL_W - 8
-    cv2.line(image, (x0, bottom), (x1, bottom), _INK, 1)
+    bottom, x0, x1 = PANEL_H - 24, 8, width - 8
+    cv2.line(image, (x0, bottom), (x1, bottom), INK, 1)
     if not len(counts) or counts.max() <= 0:
         _text(image, "none", x0 + 4, (top + bottom) // 2)
         return image
-    _text(image, f"max {counts.max():g}", x1 - 70, 28)
+    peak = f"max {counts.max():g}"
+    _text(image, peak, x1 - _width(peak), top)
     step = (x1 - x0) / len(counts)
     for i, count in enumerate(counts):
-        height = round((bottom - top) * count / counts.max())
+        height = round((bottom - top - 6) * count / counts.max())
         a, b = round(x0 + i * step + (1 if step > 3 else 0)), round(x0 + (i + 1) * step) - 1
-        cv2.rectangle(image, (a, bottom - height), (max(a, b), bottom), _BAR, -1)
-        if labels is not None:
-            _text(image, str(labels[i])[: max(1, int(step / 7))], a, bottom + 14 + 12 * (i % 2))
-    _text(image, left, x0, bottom + 14)
-    (width, _), _ = cv2.getTextSize(right, _FONT, _SCALE, 1)
-    _text(image, right, x1 - width, bottom + 14)
+        cv2.rectangle(image, (a, bottom - height), (max(a, b), bottom), BAR, -1)
+    _text(image, left, x0, bottom + 16)
+    _text(image, right, x1 - _width(right), bottom + 16)
     return image
 
 
-def _histogram(title: str, values: np.ndarray, unit: str) -> np.ndarray:
+def _values(title: str, values: np.ndarray, unit: str) -> np.ndarray:
     values = values[np.isfinite(values)]
     if not len(values):
-        return _panel(title, [])
+        return _histogram(title, [])
     counts, edges = np.histogram(values, bins=BINS)
-    return _panel(title, counts, f"{edges[0]:.3g}{unit}", f"{edges[-1]:.3g}{unit}")
+    return _histogram(title, counts, _number(edges[0]) + unit, _number(edges[-1]) + unit)
+
+
+def _number(value: float) -> str:
+    """'2.4', '396', '4048' (no exponent)."""
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _rows(title: str, rows: list, more: int = 0, width: int = PANEL_W) -> np.ndarray:
+    """Horizontal bars: rows of (label, count, colour), each label after its count, wrapped
+    to the panel; `more`: rows left out, said in a last line. As tall as its rows need, at
+    least PANEL_H."""
+    most = max((n for _, n, _ in rows), default=0)
+    bar_w = 70
+    blocks = []
+    for label, count, colour in rows:
+        indent = _width(f"{count:g}  ")
+        lines = tiles.wrapped([label], width - 12 - bar_w - indent, SCALE) or [""]
+        blocks.append((lines, count, colour, indent))
+    heading = _title_lines(title, width)
+    count_lines = sum(len(block[0]) for block in blocks) + (1 if more or not rows else 0)
+    image = _paper(max(PANEL_H, 20 + (len(heading) + count_lines) * LINE + 6), width)
+    y = _title(image, heading) + 4
+    for lines, count, colour, indent in blocks:
+        if count > 0:  # a bar of at least a pixel: none only for none
+            length = max(1, round(bar_w * count / most))
+            cv2.rectangle(image, (6, y + 3), (6 + length, y + LINE - 3), colour, -1)
+        _text(image, f"{count:g}", 12 + bar_w, y + LINE - 4)
+        for line in lines:
+            _text(image, line, 12 + bar_w + indent, y + LINE - 4)
+            y += LINE
+    if more:
+        _text(image, f"+{more} more (the text report lists them all)", 12 + bar_w, y + LINE - 4)
+    if not rows:
+        _text(image, "none", 12, y + LINE - 4)
+    return image
 
 
 def _categories(title: str, counter: collections.Counter) -> np.ndarray:
-    common = counter.most_common(_MAX_BARS)
-    more = f" (+{len(counter) - _MAX_BARS} more)" if len(counter) > _MAX_BARS else ""
-    return _panel(title + more, [n for _, n in common], labels=[k for k, _ in common])
+    common = counter.most_common(MAX_ROWS)
+    more = max(0, len(counter) - MAX_ROWS)
+    return _rows(title, [(str(k), n, BAR) for k, n in common], more)
+
+
+def _classes(split: SplitReport, names: list[str]) -> np.ndarray:
+    """Examples a class: named bars for a few classes, a histogram over class ids for many;
+    from `labels`, each class's segments and seconds beside its name."""
+    counts = class_counts(split, names)
+    classes = len(counts.names)
+    source = " (from labels)" if split.multi_label else ""
+    title = f"{split.name}: {split.examples} examples, {classes} classes{source}"
+    if classes > _NAMED_CLASSES:
+        return _histogram(
+            title + ": examples a class", counts.examples, "0", str(classes - 1), 2 * PANEL_W
+        )
+    rows = []
+    for c, name in enumerate(counts.names):
+        if counts.segments is not None:
+            name += f" ({plural(int(counts.segments[c]), 'segment')}, {counts.seconds[c]:.1f} s)"
+        rows.append((name, int(counts.examples[c]), BAR))
+    return _rows(title + ": examples a class", rows, width=2 * PANEL_W)
 
 
 def _reasons(split: SplitReport) -> np.ndarray:
-    """Horizontal bars: each reason a video was skipped (red) or noted (amber), with its count."""
-    image = np.full((PANEL_H, PANEL_W, 3), _PAPER, np.uint8)
-    _text(image, f"skipped {len(split.skipped)}, noted {len(split.notes)}", 6, 14)
+    """One row per kind of reason a video was skipped (red) or noted (amber), with its count,
+    as the text report's rows; past MAX_ROWS, how many more."""
     rows = []
-    for records, colour in ((split.skipped, (210, 60, 60)), (split.notes, (230, 160, 40))):
-        reasons = collections.Counter(k for r in records for k in reason_kind(r.get("reason", "")))
-        rows += [(reason, n, colour) for reason, n in reasons.most_common()]
-    most = max((n for _, n, _ in rows), default=1)
-    for i, (reason, n, colour) in enumerate(rows[:_MAX_BARS]):
-        y = 28 + 20 * i
-        cv2.rectangle(image, (6, y), (6 + round(80 * n / most), y + 14), colour, -1)
-        _text(image, f"{n} {reason}", 92, y + 11)
-    if not rows:
-        _text(image, "none", 10, PANEL_H // 2)
-    return image
+    for records, colour in ((split.skipped, SKIPPED), (split.notes, NOTED)):
+        groups = problem_groups(records)
+        rows += [(problem_text(kind, group), len(group), colour) for kind, group in groups]
+    rows.sort(key=lambda row: -row[1])
+    title = f"skipped {len(split.skipped)} (red), noted {len(split.notes)} (amber): by reason"
+    return _rows(title, rows[:MAX_ROWS], max(0, len(rows) - MAX_ROWS), 3 * PANEL_W)
 
 
-def _split_row(split: SplitReport, names: list[str]) -> list[np.ndarray]:
-    classes = max(len(names), int(split.labels.max()) + 1 if len(split.labels) else 0)
-    counts = np.bincount(split.labels[split.labels >= 0], minlength=classes)
-    rates = collections.Counter(f"{r:g}" for r in split.fps if np.isfinite(r))
+def _row(panels: list[np.ndarray]) -> np.ndarray:
+    """Panels side by side, padded with paper to the tallest, a black line after each."""
+    height = max(p.shape[0] for p in panels)
+    padded = [np.pad(p, ((0, height - p.shape[0]), (0, 0), (0, 0)), constant_values=255)
+              for p in panels]  # fmt: skip
+    return np.concatenate([np.pad(p, ((0, 1), (0, 1), (0, 0))) for p in padded], 1)
+
+
+def _split_rows(split: SplitReport, names: list[str]) -> list[np.ndarray]:
+    rates = collections.Counter(f"{r:g} fps" for r in split.fps if np.isfinite(r))
     sizes = collections.Counter({f"{h}x{w}": n for (h, w), n in split.frame_sizes.items()})
-    labels = names if 0 < classes <= 12 else None
-    ends = ("", "") if labels else ("0", str(classes - 1))
-    title = f"{split.name}: {split.examples} examples, {classes} classes"
     return [
-        _panel(title, counts, *ends, labels=labels),
-        _histogram("duration", split.durations, " s"),
-        _histogram("stored frames", split.num_frames.astype(np.float64), ""),
-        _categories("frame rate (fps)", rates),
-        _categories("frame size (h x w)", sizes),
-        _histogram("record size", split.record_bytes / 1024, " KiB"),
-        _reasons(split),
-    ]
+        _row([
+            _classes(split, names),
+            _values("duration", split.durations, " s"),
+            _values("stored frames", split.num_frames.astype(np.float64), ""),
+            _values("record size", split.record_bytes / 1024, " KiB"),
+        ]),
+        _row([
+            _categories("frame rate", rates),
+            _categories("frame size (h x w)", sizes),
+            _reasons(split),
+        ]),
+    ]  # fmt: skip
 
 
 def report_image(report: DatasetReport) -> np.ndarray:
-    """RGB uint8: a title line, then one row of panels per split, 1 px apart."""
-    rows = []
-    for split in report.splits:
-        panels = _split_row(split, report.class_names)
-        rows.append(np.concatenate([np.pad(p, ((0, 1), (0, 1), (0, 0))) for p in panels], 1))
+    """RGB uint8: a title line, then two rows of panels per split."""
+    rows = [row for split in report.splits for row in _split_rows(split, report.class_names)]
     width = max(row.shape[1] for row in rows)
-    header = np.full((24, width, 3), _PAPER, np.uint8)
-    _text(header, f"{report.name} {report.version}: {report.dataset_dir}", 6, 16)
+    title = f"{report.name} {report.version}: {report.dataset_dir}"
+    lines = tiles.wrapped([title], width - 8, SCALE)
+    header = _paper(8 + LINE * len(lines), width)
+    for i, line in enumerate(lines):
+        _text(header, line, 6, 16 + i * LINE)
+    rows = [np.pad(row, ((0, 0), (0, width - row.shape[1]), (0, 0)), constant_values=255)
+            for row in rows]  # fmt: skip
     return np.concatenate([header, *rows])

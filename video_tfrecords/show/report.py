@@ -1,9 +1,13 @@
 """A prepared dataset's statistics per split, as `tfds.show_statistics` gives image datasets.
 
 Counts of examples, shards and bytes come from what TFDS wrote (dataset_info.json);
-the per-example values (label, duration, frames, frame rate, frame size, record
+the per-example values (classes, duration, frames, frame rate, frame size, record
 size) from reading every record (`stored`); the videos the build skipped or kept
-with a note, from metadata.json (`info.metadata`), grouped by reason.
+with a note, from metadata.json (`info.metadata`), one row per kind of reason.
+
+Classes: a dataset that stores `labels` (a JSON Lines build; its `label` is -1 where a line
+gave several) is counted from them: examples that carry each class, its distinct segments
+(`label_segments`), and the seconds of stored frames inside them; else from `label`.
 """
 
 from __future__ import annotations
@@ -16,11 +20,14 @@ import re
 
 import numpy as np
 
-from video_tfrecords.records import dataset_files
+from video_tfrecords.records import dataset_files, schema
 from video_tfrecords.show.stored import SplitRecords
 from video_tfrecords.util.text import human_bytes, plural
 
-__all__ = ["DatasetReport", "SplitReport", "as_text", "dataset_report", "reason_kind"]
+__all__ = [
+    "ClassCounts", "DatasetReport", "SplitReport", "as_text", "class_counts", "dataset_report",
+    "problem_groups", "problem_item", "problem_kind", "problem_text",
+]  # fmt: skip
 
 _BAR = 40  # characters of the longest histogram bar
 _ALL_CLASSES = 30  # more classes than this: the text lists the fewest and most only
@@ -36,7 +43,9 @@ class SplitReport:
     info_bytes: int  # dataset_info.json's numBytes
     file_bytes: int  # the shard files' sizes on disk
     read: int  # records read for the values below (all, unless limited)
-    labels: np.ndarray
+    classes: list[tuple[int, ...]]  # each example's classes (`StoredVideo.classes`)
+    multi_label: bool  # the dataset stores `labels`: classes come from them
+    segments: list[tuple[int, float]] | None  # (class, seconds of stored frames) a segment
     durations: np.ndarray  # seconds
     num_frames: np.ndarray
     fps: np.ndarray  # nan where a record has none
@@ -58,14 +67,50 @@ class DatasetReport:
     splits: list[SplitReport]
 
 
-def reason_kind(reason: str) -> list[str]:
-    """The kinds of problem a skip or note names ('; '-separated), numbers as N: '3 packets
-    with decode errors' and '1 packet with decode errors' are one kind."""
+# A manifest's FILE:LINE opening a reason (the line it is about), e.g. "train.jsonl:13: ".
+_WHERE = re.compile(r"^(\S+:\d+): ")
+
+
+def problem_kind(record: dict) -> tuple[str, list[str]]:
+    """(kind, FILE:LINEs) of a skip record or note: its reasons ('; '-separated) without their
+    FILE:LINE, numbers as N ('3 packets with decode errors' and '1 packet with decode errors'
+    are one kind), each kind once; and the FILE:LINEs named (its "where", then its reasons')."""
+    places = [record["where"]] if record.get("where") else []
     kinds = []
-    for part in reason.split("; "):
-        part = re.sub(r"\d+(?:\.\d+)?", "N", part.strip())
-        kinds.append(re.sub(r"\bN (\w{3,}?)s\b", r"N \1", part))
-    return kinds
+    for part in record.get("reason", "").split("; "):
+        found = _WHERE.match(part.strip())
+        if found:
+            places.append(found.group(1))
+            part = part.strip()[found.end() :]
+        kind = re.sub(r"\d+(?:\.\d+)?", "N", part.strip())
+        kind = re.sub(r"\bN (\w{3,}?)s\b", r"N \1", kind)
+        if kind not in kinds:
+            kinds.append(kind)
+    return "; ".join(kinds), list(dict.fromkeys(places))
+
+
+def problem_groups(records: list[dict]) -> list[tuple[str, list[dict]]]:
+    """The records by `problem_kind`, the most common first: one group per kind, each record
+    in exactly one."""
+    groups: dict[str, list[dict]] = collections.defaultdict(list)
+    for record in records:
+        groups[problem_kind(record)[0]].append(record)
+    return sorted(groups.items(), key=lambda item: -len(item[1]))
+
+
+def problem_text(kind: str, records: list[dict]) -> str:
+    """A group's reason: the record's own words when it is alone, else its kind."""
+    if len(records) > 1:
+        return kind
+    parts = [_WHERE.sub("", part.strip()) for part in records[0].get("reason", "").split("; ")]
+    return "; ".join(dict.fromkeys(parts))
+
+
+def problem_item(record: dict) -> str:
+    """'v/b.webm (train.jsonl:13, train.jsonl:15)': the video and the lines it is about."""
+    places = problem_kind(record)[1]
+    path = record.get("path", "?")
+    return f"{path} ({', '.join(places)})" if places else path
 
 
 def _metadata(dataset_dir: str) -> dict:
@@ -75,6 +120,20 @@ def _metadata(dataset_dir: str) -> dict:
         return {}
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def _segments(videos) -> list[tuple[int, float]]:
+    """(class, seconds) of each distinct stored segment (a video's segments are stored with
+    each of its parts): the seconds of stored frames inside it, summed over the examples that
+    store it."""
+    seconds: dict[tuple, float] = collections.defaultdict(float)
+    for video in videos:
+        first = float(video.times[0]) if video.num_frames else 0.0
+        last = first + video.duration
+        for label, start, end in video.segments:
+            inside = max(0.0, min(end, last) - max(start, first))
+            seconds[(video.filename, label, start, end)] += inside
+    return [(key[1], value) for key, value in seconds.items()]
 
 
 def _split_report(dataset_dir, info: dict, split: dict, metadata: dict, limit, progress):
@@ -89,6 +148,7 @@ def _split_report(dataset_dir, info: dict, split: dict, metadata: dict, limit, p
             progress(name, index + 1, count)
     records.close()
     floats = lambda values: np.array(list(values), np.float64)
+    multi_label = schema.LABELS_KIND in records.kinds
     return SplitReport(
         name=name,
         examples=sum(shards.lengths),
@@ -96,7 +156,9 @@ def _split_report(dataset_dir, info: dict, split: dict, metadata: dict, limit, p
         info_bytes=int(split.get("numBytes", 0)),
         file_bytes=sum(os.path.getsize(path) for path in shards.paths),
         read=count,
-        labels=np.array([v.label for v in videos], np.int64),
+        classes=[v.classes for v in videos],
+        multi_label=multi_label,
+        segments=_segments(videos) if multi_label else None,
         durations=floats(v.duration for v in videos),
         num_frames=np.array([v.num_frames for v in videos], np.int64),
         fps=floats(np.nan if v.fps is None else v.fps for v in videos),
@@ -157,40 +219,87 @@ def _bar(count: int, most: int) -> str:
     return "#" * (round(_BAR * count / most) if most else 0)
 
 
-def _class_lines(labels: np.ndarray, names: list[str]) -> list[str]:
-    """The class histogram: every class, or with many the fewest and most, and any missing."""
-    classes = max(len(names), int(labels.max()) + 1 if len(labels) else 0)
-    counts = np.bincount(labels[labels >= 0], minlength=classes)
-    name = lambda c: names[c] if c < len(names) else str(c)
-    present = int((counts > 0).sum())
-    spread = f"{counts.min()} to {counts.max()} examples a class" if classes else "none"
+@dataclasses.dataclass(frozen=True)
+class ClassCounts:
+    """A split's classes: what the text and the chart show."""
+
+    names: list[str]  # one per class (its id where the dataset names none)
+    examples: np.ndarray  # int [classes]: examples that carry the class
+    segments: np.ndarray | None  # int [classes]: its distinct segments; None: not stored
+    seconds: np.ndarray | None  # float [classes]: seconds of stored frames inside them
+    per_example: np.ndarray  # int [examples read]: classes each carries
+
+
+def class_counts(split: SplitReport, names: list[str]) -> ClassCounts:
+    """Each class's examples (and segments, seconds) in `split`, over the dataset's classes."""
+    seen = [c for classes in split.classes for c in classes if c >= 0]
+    segment_classes = [c for c, _ in split.segments or ()]
+    count = max([len(names), *(c + 1 for c in seen + segment_classes)])
+    examples = np.zeros(count, np.int64)
+    for classes in split.classes:
+        examples[sorted({c for c in classes if c >= 0})] += 1
+    segments = seconds = None
+    if split.segments is not None:
+        segments = np.bincount(np.array(segment_classes, np.int64), minlength=count)
+        seconds = np.zeros(count, np.float64)
+        for c, duration in split.segments:
+            seconds[c] += duration
+    return ClassCounts(
+        names=[names[c] if c < len(names) else str(c) for c in range(count)],
+        examples=examples,
+        segments=segments,
+        seconds=seconds,
+        per_example=np.array([len(set(classes)) for classes in split.classes], np.int64),
+    )
+
+
+def _class_lines(split: SplitReport, names: list[str]) -> list[str]:
+    """The class histogram: every class, or with many the fewest and most, and any missing;
+    from `labels`, also each class's segments and their seconds."""
+    counts = class_counts(split, names)
+    classes = len(counts.names)
+    present = int((counts.examples > 0).sum())
+    low, high = (counts.examples.min(), counts.examples.max()) if classes else (0, 0)
+    spread = f"{low} to {high} examples a class" if classes else "none"
     lines = [f"  classes: {present} of {classes} present; {spread}"]
+    if split.multi_label:
+        per = counts.per_example if len(counts.per_example) else np.zeros(1, np.int64)
+        none = plural(int((counts.per_example == 0).sum()), "example")
+        lines.append(
+            f"    from each example's labels: {per.min()} to {per.max()} an example "
+            f"(mean {per.mean():.2f}); {none} with none"
+        )
     order = list(range(classes))
     if classes > _ALL_CLASSES:
-        by_count = sorted(order, key=lambda c: (counts[c], c))
+        by_count = sorted(order, key=lambda c: (counts.examples[c], c))
         order = by_count[:10] + by_count[-10:]
         lines.append("    (the 10 fewest, then the 10 most)")
-    width = max((len(name(c)) for c in order), default=0)
-    most = int(counts.max()) if classes else 0
-    lines += [f"    {name(c):<{width}} {counts[c]:>6} {_bar(counts[c], most)}" for c in order]
-    missing = [name(c) for c in range(classes) if counts[c] == 0]
+    width = max((len(counts.names[c]) for c in order), default=0)
+    most = int(counts.examples.max()) if classes else 0
+    timed = counts.segments is not None
+    if timed:
+        lines.append(f"    {'':<{width}} {'examples':>8} {'segments':>8} {'seconds':>9}")
+    for c in order:
+        line = f"    {counts.names[c]:<{width}} {counts.examples[c]:>{8 if timed else 6}}"
+        if timed:
+            line += f" {counts.segments[c]:>8} {counts.seconds[c]:>9.1f}"
+        lines.append(f"{line} {_bar(counts.examples[c], most)}".rstrip())
+    missing = [counts.names[c] for c in range(classes) if counts.examples[c] == 0]
     if missing:
         lines.append(f"    no examples: {', '.join(missing)}")
     return lines
 
 
 def _problem_lines(kind: str, records: list[dict]) -> list[str]:
-    """Skips or notes grouped by reason, with up to three of each reason's files."""
+    """Skips or notes, one row per kind of reason (a record in one row), with up to three of
+    each kind's videos and the manifest lines they are about (FILE:LINE)."""
     if not records:
         return [f"  {kind}: none"]
-    groups: dict[str, list[str]] = collections.defaultdict(list)
-    for record in records:
-        for reason in reason_kind(record.get("reason", "")):
-            groups[reason].append(record.get("path", "?"))
     lines = [f"  {kind}: {plural(len(records), 'video')}"]
-    for reason, paths in sorted(groups.items(), key=lambda item: -len(item[1])):
-        more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
-        lines.append(f"    {len(paths):>6}  {reason}: {', '.join(paths[:3])}{more}")
+    for reason, group in problem_groups(records):
+        more = f" and {len(group) - 3} more" if len(group) > 3 else ""
+        items = ", ".join(problem_item(record) for record in group[:3])
+        lines.append(f"    {len(group):>6}  {problem_text(reason, group)}: {items}{more}")
     return lines
 
 
@@ -205,7 +314,7 @@ def _split_text(split: SplitReport, names: list[str]) -> list[str]:
     lines.append(f"  videos: {split.videos} (a video stored in parts counts once)")
     if split.with_audio is not None:
         lines.append(f"  with an audio stream: {split.with_audio} of {split.read} examples")
-    lines += _class_lines(split.labels, names)
+    lines += _class_lines(split, names)
     total = _time(float(split.durations.sum()))
     lines.append(f"  duration: {_spread(split.durations, ' s')}; total {total}")
     lines.append(f"  stored frames: {_spread(split.num_frames.astype(np.float64), '', 0)}")

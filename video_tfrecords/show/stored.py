@@ -1,4 +1,5 @@
-"""What a record stores beyond ClipSource's output: its frames' times, count and size.
+"""What a record stores beyond ClipSource's output: its frames' times, count and size, its
+labels with their segments, and its span.
 
 Read with the package's TF-free record readers (`shard_reader`, `example_parser`)
 from the files TFDS wrote; each record's CRC32C is checked as it is read.
@@ -29,6 +30,17 @@ class StoredVideo:
     segment: int
     record_bytes: int
     has_audio: bool | None  # None: the dataset stores no audio
+    labels: tuple[int, ...] | None = None  # `labels` (2.4.0 on); None: the dataset has none
+    segments: tuple[tuple[int, float, float], ...] = ()  # `label_segments`: (label, start, end)
+    span: tuple[float, float] | None = None  # (span_start, span_end), seconds; None: no spans
+
+    @property
+    def classes(self) -> tuple[int, ...]:
+        """Every class of the example: its `labels` where the dataset stores them (a JSON Lines
+        build: `label` is -1 there unless the line gave one), else its `label` (none if -1)."""
+        if self.labels is not None:
+            return self.labels
+        return (self.label,) if self.label >= 0 else ()
 
     @property
     def duration(self) -> float:
@@ -50,6 +62,7 @@ class SplitRecords:
     def __init__(self, dataset_dir: str, split: str):
         self.split = split
         self.reader = shard_reader.SplitReader(dataset_files.split_shards(dataset_dir, split))
+        self.kinds = schema.annotation_kinds(dataset_files.read_features(dataset_dir))
 
     def __len__(self) -> int:
         return len(self.reader)
@@ -80,7 +93,25 @@ class SplitRecords:
             segment=int(_first(parsed, schema.SEGMENT, 0)),
             record_bytes=len(memoryview(record).cast("B")),
             has_audio=None if "has_audio" not in parsed else bool(_first(parsed, "has_audio")),
+            **self._annotations(parsed),
         )
+
+    def _annotations(self, parsed: dict) -> dict:
+        """The record's `labels`, `label_segments` and span, where the dataset stores them."""
+        found = {}
+        if schema.LABELS_KIND in self.kinds:
+            segments = [parsed.get(f"{schema.LABEL_SEGMENTS}/{key}", ()) for key in
+                        ("label", "start", "end")]  # fmt: skip
+            found["labels"] = tuple(int(c) for c in parsed.get(schema.LABELS, ()))
+            found["segments"] = tuple(
+                (int(c), float(start), float(end)) for c, start, end in zip(*segments)
+            )
+        if schema.SPANS_KIND in self.kinds:
+            found["span"] = (
+                float(_first(parsed, schema.SPAN_START, 0.0)),
+                float(_first(parsed, schema.SPAN_END, 0.0)),
+            )
+        return found
 
     def close(self) -> None:
         self.reader.close()
