@@ -7,7 +7,7 @@ and the dts that are not above the last one seen, trust the pts unless it has mo
 import itertools
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from video_tfrecords.ingest import timestamps
@@ -104,8 +104,12 @@ stamp = st.one_of(st.none(), st.integers(-1000, 1000))
 
 
 @given(st.lists(st.tuples(stamp, stamp), min_size=1, max_size=40))
+@example([(None, 1), (None, 369), *[(None, None)] * 7, (None, 0), (None, 376)])
 def test_times_always_strictly_increase(stamps):
-    got, _ = times(stamps)
+    # In seconds: after frames timed a period apart by frame order, one halfway to the next
+    # stamp can be a few units in the last place on, which frames (x 25) would round away.
+    timing = timestamps.Timing(1 / 25, 1 / 25)
+    got = [t for t, _ in timing.times((p, d, None) for p, d in stamps)]
     assert got[0] == 0
     assert all(b > a for a, b in itertools.pairwise(got))
 
@@ -125,3 +129,31 @@ def test_the_rule_starts_from_nothing_seen():
     rule = timestamps.PtsCorrection()
     assert rule(-(2**62), -(2**62)) == -(2**62)  # anything is above FFmpeg's INT64_MIN start
     assert rule.faulty_pts == rule.faulty_dts == 0
+
+
+# The packed-B AVI of tests/videos.py decoded by PyAV from its second I-frame on, after a seek
+# (frames 12 to 18): the I-frame's pts is a frame early and the swap shows three frames later.
+SEEKED_PTS = [12, 14, 16, 15, 17, 19, 18]
+SEEKED_DTS = [13, 14, 15, 16, 17, 18, 19]
+
+
+def settled(pts, dts, settle=timestamps.SETTLE):
+    return [stamp for stamp, _ in timestamps.best_effort(zip(pts, dts, pts), settle=settle)]
+
+
+def test_after_a_seek_the_rule_counts_before_it_chooses():
+    assert settled(SEEKED_PTS, SEEKED_DTS, settle=0)[:2] == [12, 14]  # no fault seen yet: pts
+    assert settled(SEEKED_PTS, SEEKED_DTS) == SEEKED_DTS  # as the whole-file decode chooses
+
+
+def test_settling_keeps_the_pts_that_never_go_back_and_every_frame():
+    pts, dts = [0, 1, 2, 3, 4, 5, 6, 7, 8], [-2, -1, 0, 1, 2, 3, 4, 5, 6]  # an mp4's B-frames
+    assert settled(pts, dts) == pts
+    assert settled(pts[:3], dts[:3]) == pts[:3]  # a stream shorter than the wait
+
+
+def test_frames_timed_after_a_seek_keep_the_whole_videos_clock():
+    timing = timestamps.Timing(1 / 25, 1 / 25, origin_stamp=1)  # the video's first frame: 1
+    got = [t * 25 for t, _ in timing.times(zip(SEEKED_PTS, SEEKED_DTS, SEEKED_PTS))]
+    assert got == pytest.approx(range(12, 19))  # frame k at k / 25 s
+    assert timing.origin == pytest.approx(1 / 25) and timing.misordered == 0

@@ -223,15 +223,21 @@ def make(path, codec="libx264", num_frames=8, height=64, width=96, seed=0, **kwa
 VOP = b"\x00\x00\x01\xb6"  # an MPEG-4 Part 2 picture's start code
 
 
-def packed_b_frames_avi(path, num_frames: int = 32, height: int = 64, width: int = 96) -> str:
+def packed_b_frames_avi(
+    path, num_frames: int = 32, height: int = 64, width: int = 96, frames_rgb=None
+) -> str:
     """An AVI as XviD/DivX 5 wrote UCF101 and HMDB51: MPEG-4 Part 2 with two B-frames per P,
     packed (a P shares its chunk with the first B that follows it in decode order; after the
     second B, a 6-byte not-coded VOP holds the P's place) and flagged so by DivX user data.
 
     FFmpeg decodes such files with pts 1, 2, 4, 3, 5, 7, 6, ... and dts in order. Frames are
-    `synthetic.moving_frames`, shown at k / 25 s. `num_frames` is 3k + 2 so that the last P has
-    no B-frames after it (FFmpeg drops a packed B-frame left at the very end).
+    `frames_rgb` (default `synthetic.moving_frames`), shown at k / 25 s, an I-frame every 12.
+    `num_frames` is 3k + 2 so that the last P has no B-frames after it (FFmpeg drops a packed
+    B-frame left at the very end).
     """
+    if frames_rgb is None:
+        frames_rgb = synthetic.moving_frames(num_frames, height, width)
+    num_frames, height, width = frames_rgb.shape[:3]
     assert num_frames % 3 == 2, "3k + 2 frames: the last picture a P without B-frames"
     plain = str(path) + ".plain.avi"
     with av.open(plain, "w") as container:
@@ -240,7 +246,7 @@ def packed_b_frames_avi(path, num_frames: int = 32, height: int = 64, width: int
         stream.codec_context.max_b_frames = 2
         stream.bit_rate = 4_000_000  # near-transparent
         stream.options = {"g": "12"}
-        for index, rgb in enumerate(synthetic.moving_frames(num_frames, height, width)):
+        for index, rgb in enumerate(frames_rgb):
             frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
             frame.pts = index
             container.mux(stream.encode(frame))
@@ -525,6 +531,20 @@ def flash_frame(index: int, flash: bool, height: int = 64, width: int = 96) -> n
         on = index >> (7 - bit) & 1
         frame[height // 2 :, bit * column : (bit + 1) * column] = 230 if on else 20
     return frame
+
+
+def marked_frames(num_frames: int, height: int = 64, width: int = 96, top: str = "flash"):
+    """RGB frames [T, H, W, 3] carrying their index (`flash_frame`'s bottom half), the top half
+    "flash" (white every 7th frame), "noise" (random each frame: pictures of several KB even
+    at this size, a broadcast's, each starting its own MPEG program stream packet) or "motion"
+    (`synthetic.moving_frames`: no scene cut, so an encoder's keyframes fall where its GOP says)."""
+    frames = np.stack([flash_frame(i, i % 7 == 0, height, width) for i in range(num_frames)])
+    half = (num_frames, height // 2, width, 3)
+    if top == "noise":
+        frames[:, : height // 2] = np.random.default_rng(0).integers(0, 256, half, np.uint8)
+    elif top == "motion":
+        frames[:, : height // 2] = synthetic.moving_frames(num_frames, height, width)[:, : half[1]]
+    return frames
 
 
 def frame_index(rgb: np.ndarray) -> int:

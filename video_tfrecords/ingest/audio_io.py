@@ -31,7 +31,7 @@ from typing import Self
 import av
 import numpy as np
 
-from video_tfrecords.ingest import video_io
+from video_tfrecords.ingest import demux
 from video_tfrecords.util.text import plural
 
 __all__ = ["AudioDamage", "AudioTrack", "sample_at"]
@@ -100,7 +100,7 @@ class AudioTrack:
         if stream.codec_context is None:
             self.damage.unreadable = "FFmpeg has no decoder for the audio stream's codec"
             return
-        video_io.keep_only(self._container, stream)
+        demux.keep_only(self._container, stream)
         stream.codec_context.thread_count = 1
         self._stream = stream
         self._frames = self._resampled(stream)
@@ -200,7 +200,7 @@ class AudioTrack:
     def _decoded(self, stream) -> Iterator[av.AudioFrame]:
         """The stream's decoded frames; counts the packets the decoder rejects."""
         decoder = stream.codec_context
-        packets = video_io.stream_packets(self._container, stream, self.damage)
+        packets = demux.stream_packets(self._container, stream, self.damage)
         for packet in itertools.chain(packets, [None]):  # None drains it
             try:
                 frames = decoder.decode(packet)

@@ -12,6 +12,12 @@ timed by the faulty stamp: best effort 1, 2, 4, 4, 5, ... for the AVIs above. `b
 makes each frame's choice once `HINDSIGHT` more frames have been counted (the fault shows on
 the very next frame), which gives 1, 2, 3, 4, 5, .... `Timing` turns the stamps into seconds
 from the first frame that strictly increase, and counts what it had to make up.
+
+After a seek the rule starts counting anew, on a keyframe whose pts and dts can disagree (an
+XviD I-frame decoded first: pts 12, dts 13, the swap showing three frames later); trusting the
+pts there, as a rule that has seen no fault does, times it a frame early. From a seek, `settle`
+holds the choices until a stamp has gone backwards or `SETTLE` frames have been counted, when
+the rule has learnt what the whole-file decode had.
 """
 
 from __future__ import annotations
@@ -22,13 +28,16 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
-__all__ = ["HINDSIGHT", "PtsCorrection", "Timing", "best_effort"]
+__all__ = ["HINDSIGHT", "SETTLE", "PtsCorrection", "Timing", "best_effort"]
 
 T = TypeVar("T")
 # Frames counted after a frame before its stamp is chosen: a swapped pair's fault shows on the
 # frame right after the wrongly stamped one. `Timing` looks one frame further (the next frame's
 # time), so two decoded pictures wait in memory.
 HINDSIGHT = 1
+# Frames counted after a seek before any choice, unless a stamp goes backwards first: packed
+# B-frames show their swap within (B-frames per P) + 1 frames, so up to 4 B-frames in a row.
+SETTLE = 5
 
 
 class PtsCorrection:
@@ -69,15 +78,21 @@ class PtsCorrection:
 
 
 def best_effort(
-    stamps: Iterable[tuple[int | None, int | None, T]], hindsight: int = HINDSIGHT
+    stamps: Iterable[tuple[int | None, int | None, T]],
+    hindsight: int = HINDSIGHT,
+    settle: int = 0,
 ) -> Iterator[tuple[int | None, T]]:
     """(stamp, item) for each (pts, dts, item), in order: FFmpeg's rule with each frame's choice
-    made after `hindsight` more frames have been counted (0: FFmpeg's best_effort_timestamp)."""
+    made after `hindsight` more frames have been counted (0: FFmpeg's best_effort_timestamp);
+    the first frames' after `settle` more, or once a stamp has gone backwards (after a seek)."""
     rule, pending = PtsCorrection(), collections.deque()
-    for pts, dts, item in stamps:
+    wait = max(hindsight, settle)
+    for counted, (pts, dts, item) in enumerate(stamps, 1):
         rule.observe(pts, dts)
         pending.append((pts, dts, item))
-        if len(pending) > hindsight:
+        if rule.faulty_pts or rule.faulty_dts or counted > settle:
+            wait = hindsight
+        while len(pending) > wait:
             pts, dts, item = pending.popleft()
             yield rule.choose(pts, dts), item
     for pts, dts, item in pending:
@@ -101,15 +116,16 @@ class Timing:
     misordered: int = 0
     origin: float | None = None  # the first frame's stamp in seconds (None: unknown)
     # The video's first frame's stamp, when the frames timed start after a seek: times stay
-    # on the clock of the whole video's. None: the first frame timed is the video's first.
+    # on the clock of the whole video's, and the rule settles first (`SETTLE`). None: the
+    # first frame timed is the video's first.
     origin_stamp: int | None = None
 
     def times(
         self, stamps: Iterable[tuple[int | None, int | None, T]]
     ) -> Iterator[tuple[float, T]]:
         """(seconds, item) for each (pts, dts, item) of the frames in presentation order."""
-        chosen = _with_next(best_effort(stamps))
         origin, time = self.origin_stamp, 0.0
+        chosen = _with_next(best_effort(stamps, settle=0 if origin is None else SETTLE))
         if origin is not None:
             self.origin = origin * self.seconds_per_tick
             time = -math.inf  # no frame before the first one timed

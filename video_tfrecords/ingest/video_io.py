@@ -2,12 +2,12 @@
 
 FFmpeg decodes every codec a corpus holds (AV1 included), conceals damaged
 packets and goes on, honours MP4 edit lists and stamps each frame. This module
-adds what a dataset needs on top: the stream FFmpeg would pick, each frame's
-time by FFmpeg's own rule (`timestamps`), interlaced frames deinterlaced
-(`deinterlace`), the display geometry (sample aspect ratio, rotation), colour
-converted with the stream's own matrix and range, a count of the damage, and
-reasons for files it cannot read. It imports neither TensorFlow nor TFDS, which
-keeps build workers light to start.
+adds what a dataset needs on top of the stream `demux` opens: each frame's time
+by FFmpeg's own rule (`timestamps`), a span's frames from a checked seek,
+interlaced frames deinterlaced (`deinterlace`), the display geometry (sample
+aspect ratio, rotation), colour converted with the stream's own matrix and
+range, a count of the damage, and reasons for files it cannot read. It imports
+neither TensorFlow nor TFDS, which keeps build workers light to start.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import cv2
 import numpy as np
 from av.video.reformatter import Interpolation, VideoReformatter
 
-from video_tfrecords.ingest import deinterlace, file_structure, timestamps
+from video_tfrecords.ingest import deinterlace, demux, file_structure, timestamps
+from video_tfrecords.ingest.demux import VideoError
 from video_tfrecords.util.text import plural
 
 # Codecs whose every packet holds exactly one picture: a packet that gives no frame was lost.
@@ -35,10 +36,7 @@ _ROTATE = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_
 _AREA = Interpolation.AREA | Interpolation.FULL_CHR_H_INT
 FALLBACK_FPS = 25.0  # FFmpeg's own guess for a stream that states no rate
 EPSILON = 1e-6  # seconds: a frame this close to a span's start or end is at it
-
-
-class VideoError(Exception):
-    """The file cannot be read as a video; the message says why (the caller names the file)."""
+RETREAT = 1.0  # seconds further back a seek that landed after a span's start tries again
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,14 +140,12 @@ class Video:
     order); `damage` filled as they go."""
 
     def __init__(self, path: str, *, threads: int = 1, deinterlace: bool = True):
-        _check_file(path)
-        self._threads = max(1, threads)
+        demux.check_file(path)
+        self._path, self._threads = path, max(1, threads)
         self._timing: timestamps.Timing | None = None  # made by frames()
         self._deinterlace = deinterlace
-        self._container = _open(path)
+        self._container, self._stream = demux.open_video(path, self._threads)
         try:
-            self._stream = _video_stream(self._container)
-            _configure(self._stream, self._threads)
             truncated = file_structure.declared_size(path) > os.path.getsize(path)
             self.damage = Damage(truncated=truncated)
             self.pictures_decoded = 0  # what decoding cost: pictures out of the decoder
@@ -186,23 +182,17 @@ class Video:
         Times are FFmpeg's best-effort timestamps (`timestamps`): the pts, or the dts where the
         pts go backwards more often, in seconds from the video's first frame. With
         `deinterlace`, frames FFmpeg flags interlaced come through its bwdif filter, before any
-        resize; times and count stay the same. A `start` past the first frame seeks to the
+        resize; times and count stay the same. A `start` past the first frame seeks to a
         keyframe before it (`_seek`) and decodes from there: a span costs the decode of its
         own frames and those from that keyframe on, not of the video before it. `index`
         counts the frames given, from 0.
         """
         scaler = VideoReformatter()
         if self._first is not None and (start <= EPSILON or self._origin is None):
-            pictures, origin = itertools.chain([self._first], self._pictures), None
+            timed = self._timed(itertools.chain([self._first], self._pictures), None)
         else:
-            pictures, origin = self._seek(start), self._origin
-        self._first = None
-        self._timing = timing = timestamps.Timing(
-            seconds_per_tick=float(self._stream.time_base or 0),
-            period=1.0 / self.info.nominal_fps,
-            origin_stamp=origin,
-        )
-        timed = timing.times((p.pts, p.dts, p) for p in pictures)
+            timed = self._seek(start)
+        self._first, timing = None, self._timing
         if self._deinterlace:
             timed = deinterlace.deinterlaced(timed, self._threads)
         self.ended, index, timed_before = False, 0, False
@@ -222,29 +212,54 @@ class Video:
             self.damage.timestamps_missing |= timing.missing
             self.damage.timestamps_misordered += timing.misordered
 
-    def _seek(self, start: float) -> Iterator[av.VideoFrame]:
-        """The pictures from the keyframe at or before `start` on: FFmpeg's seek on the stream
-        (backward, keyframes only), checked by the first picture's time. A container whose
-        index misleads (or that cannot seek) is decoded from its start instead."""
-        self._pictures.close()
+    def _seek(self, start: float) -> Iterator[tuple[float, av.VideoFrame]]:
+        """The frames, timed, from a keyframe at or before `start` on: FFmpeg's seek on the
+        stream (backward, keyframes only), checked by the first frame's time.
+
+        Without an index (MPEG program and transport streams, AVI's is of decode order) FFmpeg
+        finds the keyframe by decode time: it can land after `start`, on a keyframe whose
+        leading pictures (open GOP) it then drops, even on the second keyframe for the first
+        frame's own time. A first frame later than `start` has it seek again from earlier (by
+        as much as it was late, and `RETREAT`), then the file decoded from its start, as the
+        whole-file decode does (as is a file FFmpeg cannot seek in).
+        """
+        self._first = None
         base = self._stream.time_base
-        target = self._origin + math.floor(start / base) if self._origin is not None else None
-        for offset in (target, self._origin):
+        target = self._origin + math.floor(start / base)
+        for _ in range(2):
+            if target < self._origin:
+                break
             try:
-                if offset is None:
-                    self._container.seek(0)  # no stamps to seek by: from the start
-                else:
-                    self._container.seek(offset, stream=self._stream, backward=True)
+                self._container.seek(target, stream=self._stream, backward=True)
             except av.error.FFmpegError:
-                continue
-            self._pictures = pictures = self._decode()
-            first = next(pictures, None)
-            tick = None if first is None else (first.pts if first.pts is not None else first.dts)
-            late = None not in (tick, self._origin) and (tick - self._origin) * base > start
-            if first is not None and not (late and offset == target != self._origin):
-                return itertools.chain([first], pictures)
-            pictures.close()
-        raise VideoError(f"cannot seek to {start:g} s: FFmpeg found no frame from there")
+                break
+            timed = self._timed(self._restart(), self._origin)
+            first = next(timed, None)
+            if first is None:
+                break
+            if first[0] <= start + EPSILON:
+                return itertools.chain([first], timed)
+            target -= math.ceil((first[0] - start + RETREAT) / base)
+        self._container.close()  # from the start: opened anew (FFmpeg's seek is what failed)
+        self._container, self._stream = demux.open_video(self._path, self._threads)
+        return self._timed(self._restart(seeked=False), None)
+
+    def _restart(self, seeked: bool = True) -> Iterator[av.VideoFrame]:
+        """The pictures from where the container now is (after a seek, or opened anew), those
+        decoded before dropped."""
+        self._pictures.close()
+        self._pictures = self._decode(seeked)
+        return self._pictures
+
+    def _timed(self, pictures, origin: int | None) -> Iterator[tuple[float, av.VideoFrame]]:
+        """(time, picture) of each picture (`timestamps.Timing`); `origin`: the video's first
+        frame's stamp when the pictures start after a seek, None when they are the video's."""
+        self._timing = timing = timestamps.Timing(
+            seconds_per_tick=float(self._stream.time_base or 0),
+            period=1.0 / self.info.nominal_fps,
+            origin_stamp=origin,
+        )
+        return timing.times((p.pts, p.dts, p) for p in pictures)
 
     @property
     def end(self) -> float:
@@ -260,23 +275,35 @@ class Video:
         timing = self._timing
         return 0.0 if timing is None or timing.origin is None else timing.origin
 
-    def _decode(self) -> Iterator[av.VideoFrame]:
+    def _decode(self, seeked: bool = False) -> Iterator[av.VideoFrame]:
         """The stream's pictures; counts the packets the decoder rejects, the frames it conceals
-        or loses."""
+        or loses. After a seek, packets shown before the first picture are leading pictures of
+        an open GOP, or those before the keyframe, that FFmpeg drops: not lost."""
         decoder, damage = self._stream.codec_context, self.damage
         sent = output = 0
+        early = [] if seeked else None  # the pts of packets sent before the first picture
+        shown_from = None  # the first picture's pts after a seek
         interlaced = False
-        packets = stream_packets(self._container, self._stream, damage)
+        packets = demux.stream_packets(self._container, self._stream, damage)
         for packet in itertools.chain(packets, [None]):  # None drains the decoder
             try:
                 pictures = decoder.decode(packet)
             except av.error.FFmpegError:
                 pictures = None
             if packet is not None:
-                sent += not packet.is_discard  # an edit list's hidden packets give no picture
+                if packet.is_discard:  # an edit list's hidden packets give no picture
+                    pass
+                elif early is not None:
+                    early.append(packet.pts)
+                else:
+                    sent += None in (shown_from, packet.pts) or packet.pts >= shown_from
                 if pictures is None or packet.is_corrupt:
                     damage.packets_with_errors += 1
             for picture in pictures or ():
+                if early is not None:
+                    shown_from, shown = picture.pts, early
+                    early = None
+                    sent += sum(None in (shown_from, pts) or pts >= shown_from for pts in shown)
                 output += 1
                 self.pictures_decoded += 1
                 damage.corrupt_frames += picture.is_corrupt
@@ -291,75 +318,6 @@ def count_frames(path: str, *, threads: int = 1, start: float = 0.0, end: float 
     (container headers can be wrong)."""
     with Video(path, threads=threads, deinterlace=False) as video:
         return sum(1 for _ in video.frames(start, end))
-
-
-def _check_file(path: str) -> None:
-    """Reasons FFmpeg would only report vaguely."""
-    if not os.path.exists(path):
-        raise VideoError("file not found")
-    if os.path.isdir(path):
-        raise VideoError("is a directory, not a video file")
-    if os.path.getsize(path) == 0:
-        raise VideoError("empty file (0 bytes)")
-
-
-def _open(path: str) -> av.container.InputContainer:
-    """Opens the container, or raises VideoError saying why FFmpeg could not."""
-    try:
-        return av.open(path, metadata_errors="replace")
-    except av.error.InvalidDataError as e:
-        if file_structure.is_mp4_without_index(path):
-            raise VideoError("index (moov) missing: file truncated") from None
-        raise VideoError(f"not a video (FFmpeg: {e.strerror})") from None
-    except OSError as e:  # permissions, I/O errors
-        raise VideoError(f"cannot read the file ({e.strerror or e})") from None
-    except av.error.FFmpegError as e:
-        raise VideoError(f"not a video (FFmpeg: {e.strerror})") from None
-
-
-def _video_stream(container) -> av.video.stream.VideoStream:
-    """The stream FFmpeg picks, as TorchCodec and decord do: av_find_best_stream's (the default
-    disposition first, then more frames probed, then bit rate); never a cover picture (should
-    that ranking put one first, the first other video stream). The demuxer skips the others."""
-    still = av.stream.Disposition.attached_pic
-    streams = [s for s in container.streams.video if not s.disposition & still]
-    if not streams:
-        raise VideoError("no video stream")
-    best = container.streams.best("video")
-    stream = best if best in streams else streams[0]
-    if stream.codec_context is None:
-        raise VideoError("codec is not supported: FFmpeg has no decoder for this video stream")
-    keep_only(container, stream)
-    return stream
-
-
-def keep_only(container, stream) -> None:
-    """Has the demuxer skip every stream but `stream`."""
-    for other in container.streams:
-        if other is not stream:
-            other.discard = av.stream.Discard.all
-
-
-def stream_packets(container, stream, damage) -> Iterator[av.Packet]:
-    """`stream`'s packets; a demuxer error counts as a damaged packet (`damage.
-    packets_with_errors`) and reading resumes, up to 16 errors in a row."""
-    failures_in_a_row = 0
-    while failures_in_a_row < 16:
-        try:
-            for packet in container.demux(stream):
-                failures_in_a_row = 0
-                if packet.size:
-                    yield packet
-            return
-        except av.error.FFmpegError:
-            failures_in_a_row += 1
-            damage.packets_with_errors += 1
-
-
-def _configure(stream, threads: int) -> None:
-    """Bounds the decoder's threads: parallel builds run one decoder per core."""
-    stream.codec_context.thread_count = threads
-    stream.codec_context.thread_type = "AUTO"  # frame and slice threads, when more than one
 
 
 def _info(stream, first: av.VideoFrame) -> VideoInfo:
