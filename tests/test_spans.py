@@ -17,7 +17,7 @@ import pytest
 import videos
 from conftest import decode_jpegs, psnr
 from video_tfrecords import VideoConfig
-from video_tfrecords.ingest import encoding, frame_index, manifest, spans, video_io
+from video_tfrecords.ingest import demux, encoding, frame_index, manifest, spans, video_io
 
 FPS = 25
 NUM_FRAMES = 300  # 12 s
@@ -337,8 +337,8 @@ def test_where_the_index_lists_every_packet_only_those_after_a_keyframe_are_read
             read.append(packet)
             yield packet
 
-    stream_packets = video_io.stream_packets
-    monkeypatch.setattr(video_io, "stream_packets", counted)
+    stream_packets = demux.stream_packets
+    monkeypatch.setattr(demux, "stream_packets", counted)
     (before,) = frame_index.frames_before(long_video, [10.0])
     assert before == sum(1 for t in reference.times if t < 10.0 - 1e-6) == 250
     indexed = long_video.endswith((".mp4", ".avi"))  # MP4's sample tables, AVI's idx1

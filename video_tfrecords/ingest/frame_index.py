@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 
 import av
 
-from video_tfrecords.ingest import video_io
+from video_tfrecords.ingest import demux, video_io
 
 __all__ = ["frames_before"]
 
@@ -42,12 +42,8 @@ def frames_before(path: str, times: Sequence[float]) -> list[int]:
 
 
 def _frames_before(path: str, times: Sequence[float], use_index: bool) -> list[int]:
-    with av.open(path, metadata_errors="replace") as container:
-        still = av.stream.Disposition.attached_pic
-        streams = [s for s in container.streams.video if not s.disposition & still]
-        best = container.streams.best("video")
-        stream = best if best in streams else streams[0]  # as video_io.Video picks it
-        video_io.keep_only(container, stream)
+    container, stream = demux.open_video(path, threads=1)  # the stream a decode reads
+    with container:
         packets = _Packets(container, stream)
         base = float(stream.time_base)
         last = max(times)
@@ -92,7 +88,7 @@ class _Packets:
         """From where the demuxer stands: each shown packet's (stamp, order stamp)."""
         damage = video_io.Damage()  # a demuxer error skips on, as a decode does
         self.moved = True
-        for packet in video_io.stream_packets(self.container, self.stream, damage):
+        for packet in demux.stream_packets(self.container, self.stream, damage):
             stamp = packet.pts if packet.pts is not None else packet.dts
             hidden = self.vp8 and not bytes(packet)[0] & 0x10  # VP8's show_frame bit
             if stamp is not None and not packet.is_discard and not hidden:
