@@ -25,7 +25,15 @@ import cv2
 
 from video_tfrecords.clips import keys
 from video_tfrecords.config import VideoConfig
-from video_tfrecords.ingest import audio_io, cache, manifest, progress, spans, video_io
+from video_tfrecords.ingest import (
+    audio_io,
+    cache,
+    file_identity,
+    manifest,
+    progress,
+    spans,
+    video_io,
+)
 from video_tfrecords.ingest.frame_choice import stored_size
 from video_tfrecords.ingest.span_writer import Jpegs, SpanWriter
 from video_tfrecords.records import schema
@@ -49,6 +57,9 @@ class Task:
     cache_root: str
     decoder_threads: int = 1
     parts: tuple[spans.Part, ...] = ()  # JSON Lines datasets: the video's examples-to-be
+    # The file as the plan found it: (size, mtime, ctime, content fingerprint); None: unknown.
+    identity: tuple | None = None
+    copy: int = 0  # tasks of the plan before this one with the same video content and spans
 
     @property
     def where(self) -> str:
@@ -92,27 +103,32 @@ def encode(task: Task) -> Outcome:
     damage = entry.summary["damage"]
     if damage and task.config.strict:
         return Outcome(task, skipped=task.record(f"{damage} (strict build)"))
-    note = "; ".join(filter(None, [damage, *entry.summary["notes"]]))
+    note = "; ".join(filter(None, [damage, *_span_notes(task, entry.summary["notes"])]))
     return Outcome(task, entry=entry, note=task.record(note) if note else None)
 
 
 def _cache_key(task: Task) -> str:
-    """The task's cache key: its video file, the frame-shaping config, its manifest name and
-    the spans it stores."""
-    return cache_key(task, cache.file_identity(task.video_path))
+    """The task's cache key as its video file is now (its fingerprint read again only if the
+    file changed since the plan); OSError if the file cannot be found or read."""
+    return cache_key(task, file_identity.current(task.video_path, task.identity))
 
 
-def cache_key(task: Task, identity: tuple) -> str:
-    """`_cache_key` of a task whose file's identity (`cache.file_identity`) is known."""
-    name = f"{task.split}/{task.entry.path}"
-    if task.parts:
-        name += json.dumps([[part.start, part.end] for part in task.parts])  # inf: Infinity
-    return cache.identity_key(identity, task.config.frame_fields(), name)
+def cache_key(task: Task, content: str | None = None) -> str:
+    """The cache key of a task: its video file's content (`content`; by default the plan's,
+    else read now), the spans it stores, which copy of the same it is (`Task.copy`), the
+    frame-shaping config. Not its path: videos move, and the entry holds only what the
+    video gives (the label, name and FILE:LINE come from the task)."""
+    if content is None:
+        planned = task.identity[3] if task.identity is not None else None
+        content = planned or file_identity.current(task.video_path, None)
+    times = [[part.start, part.end] for part in task.parts] or None  # JSON: inf as Infinity
+    video = {"content": content, "spans": times, "copy": task.copy}
+    return cache.key(video, task.config.frame_fields())
 
 
 def cached(tasks: list[Task]) -> list[bool]:
     """Which tasks' videos have a finished cache entry (an interrupted build's): all False for
-    videos or a cache on a remote file system, where a stat each would cost more than it tells."""
+    a cache on a remote file system, where a stat each would cost more than it tells."""
     if not tasks or is_remote(tasks[0].cache_root) or not os.path.isdir(tasks[0].cache_root):
         return [False] * len(tasks)
     return [_has_entry(task) for task in tasks]
@@ -142,14 +158,15 @@ def resume_order(tasks: list[Task], hits: list[bool] | None = None) -> list[Task
 
 
 def _has_entry(task: Task) -> bool:
-    """Whether a local video has a finished cache entry (False for a remote one: unknown)."""
-    if is_remote(task.video_path):
+    """Whether a video has a finished cache entry, by the plan's fingerprint (a task planned
+    without one: only a local file's, read now)."""
+    planned = task.identity is not None and task.identity[3] is not None
+    if not planned and is_remote(task.video_path):
         return False
     try:
-        key = _cache_key(task)
+        return cache.Cache(task.cache_root).has(cache_key(task))
     except OSError:
         return False
-    return cache.Cache(task.cache_root).has(key)
 
 
 def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
@@ -180,7 +197,8 @@ def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
             for w in writers:
                 w.close()
     if not any(summaries):
-        raise video_io.VideoError(notes[0] if task.parts else "no frame could be decoded")
+        reason = _span_notes(task, notes[:1])[0] if task.parts else "no frame could be decoded"
+        raise video_io.VideoError(reason)
     fields = {
         "codec": info.codec,
         "source_height": info.coded_height,
@@ -202,7 +220,7 @@ def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
 def _decode_spans(task: Task, video: video_io.Video, writers: list[SpanWriter]):
     """Pushes each decoded frame to the writers whose span it is in, one run of spans
     (`spans.ranges`) at a time; returns each writer's fields (`SpanWriter.finish`) and notes
-    on spans past the video's end."""
+    on spans past the video's end, as [part, note] (`_span_notes` names their lines)."""
     summaries: list[dict | None] = [None] * len(writers)
     notes = []
     fps = video.info.nominal_fps
@@ -218,13 +236,20 @@ def _decode_spans(task: Task, video: video_io.Video, writers: list[SpanWriter]):
             past = video.ended and math.isfinite(w.end) and w.end > video.end + video_io.EPSILON
             if task.parts and (past or summaries[w.part] is None):
                 ended = video.end if video.ended else None
-                notes.append(_span_note(task.parts[w.part], ended, summaries[w.part]))
+                notes.append([w.part, _span_note(task.parts[w.part], ended, summaries[w.part])])
     return summaries, notes
 
 
+def _span_notes(task: Task, notes: list) -> list[str]:
+    """The notes on spans (`[part, note]`, as the cache keeps them) with their lines'
+    FILE:LINE, from the task: a cached entry serves a moved or reordered manifest too."""
+    return [f"{task.parts[part].entry.where}: {note}" for part, note in notes]
+
+
 def _span_note(part: spans.Part, video_end: float | None, summary: dict | None) -> str:
-    """The note on a span with no frame, or that ends after the video (`video_end`) does."""
-    where = f"{part.entry.where}: span [{part.start:g} s, {part.end:g} s)"
+    """The note on a span with no frame, or that ends after the video (`video_end`) does
+    (without the line's FILE:LINE)."""
+    where = f"span [{part.start:g} s, {part.end:g} s)"
     if summary is not None:
         return f"{where} ends past the video's end ({video_end:.3f} s): clipped"
     if video_end is not None and part.start >= video_end - video_io.EPSILON:
