@@ -323,3 +323,31 @@ def test_a_manual_dir_moved_whole_is_up_to_date_and_says_so_in_one_line(
     clean = tmp_path / "clean"
     build(moved, clean, keep_cache=False)
     assert_same_dataset(data_dir, clean)
+
+
+def test_a_span_note_read_back_from_the_cache_names_the_rebuilds_line(manual, tmp_path):
+    """A span past its video's end is noted with its FILE:LINE; the cache keeps the note
+    without it, so a rebuild of the moved manual dir, reordered, names its own lines."""
+    (manual / "train.txt").unlink()
+    lines = [
+        {"path": "videos/v0.mp4", "label": "c1"},
+        {"path": "videos/v1.mp4", "label": "c0", "start": 0.04, "end": 9},  # 5 frames: 0.2 s
+    ]
+    write = lambda folder, order: (folder / "train.jsonl").write_text(
+        "".join(json.dumps(lines[i]) + "\n" for i in order)
+    )
+    write(manual, [0, 1])
+    data_dir = tmp_path / "data"
+    build(manual, data_dir)
+    before = cache_entries(data_dir)
+    moved = tmp_path / "moved"
+    manual.rename(moved)
+    write(moved, [1, 0])
+    build(moved, data_dir, overwrite=True)
+    assert encoded_since(before, data_dir) == 0
+    info = tfds.builder(f"video_tfrecords/{NAME}", data_dir=str(data_dir)).info
+    (note,) = info.metadata["notes"]
+    assert note["reason"].startswith(f"{moved / 'train.jsonl'}:1: span [0.04 s, 9 s) ends past")
+    clean = tmp_path / "clean"
+    build(moved, clean, keep_cache=False)
+    assert_same_dataset(data_dir, clean)

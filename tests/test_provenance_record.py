@@ -396,3 +396,20 @@ def test_a_record_of_format_1_is_compared_by_stat(manual, tmp_path):
     (first, second, *_) = compare.differences(old, record(other))
     assert first == f"another manual dir: {manual} -> {other}"
     assert second.startswith(f"train.txt: 6 video files changed: {other / 'train.txt'}:2: ")
+
+
+def test_a_remote_file_is_known_through_etils_epath(tmp_path, monkeypatch):
+    """A bucket's object (gs://, s3://): its size and time as etils.epath tells them (no
+    ctime), its blocks read through epath; here a local file stands in for it."""
+    from etils import epath
+
+    data = os.urandom(5 * file_identity.BLOCK + 7)
+    path = tmp_path / "v.mp4"
+    path.write_bytes(data)
+    local = file_identity.identity(str(path))
+    monkeypatch.setattr(file_identity, "is_remote", lambda p: True)
+    remote = file_identity.identity(str(path))
+    stat = epath.Path(path).stat()
+    assert remote[1:4] == (len(data), stat.mtime, None)
+    assert remote[4] == local[4]  # the same content, read through epath
+    assert file_identity.identities([str(path)], {str(path): remote[1:]}) == [remote]
