@@ -335,10 +335,10 @@ def test_videos_moved_and_manifests_written_again_are_one_line_a_split(
     (manual / "train.txt").write_text(text)
     train = manual / "train.txt"
     assert compare.differences(old, record(manual, previous=old)) == [
-        f"train.txt: 2 lines added: {train}:4: {elsewhere}/v2.mp4; {train}:6: "
-        f"{elsewhere}/v4.mp4",
-        f"train.txt: 2 lines removed (as the build had them): {train}:4: "
-        f"{manual}/videos/v2.mp4; {train}:6: {manual}/videos/v4.mp4",
+        f"train.txt: 1 line added: {train}:4: {elsewhere}/v2.mp4",  # another video now
+        f"train.txt: 1 line removed (as the build had them): {train}:4: {manual}/videos/v2.mp4",
+        f"train.txt: 1 line changed: {train}:6: {elsewhere}/v4.mp4: label c0 -> c1; the same "
+        f"video, moved from {manual}/videos/v4.mp4",
         f"train.txt: 4 lines name the same video (the same content) by another path: {moved}",
         f"test.txt: 1 line names the same video (the same content) by another path: {moved}",
     ]

@@ -176,12 +176,14 @@ def _split_changes(
     if content:  # the same video and annotation under another path: the videos moved
         again = lambda v: v["content"] and (_text(v)[1:], v["content"])
         moved, before, after = _pair(before, after, again)
-    once = lambda videos: {p for p, n in collections.Counter(v["path"] for v in videos).items()
-                           if n == 1}  # fmt: skip
-    single = once(before) & once(after)
-    paired, before, after = _pair(
-        before, after, lambda v: v["path"] if v["path"] in single else None
-    )
+    # A line each side naming one path (or, moved, one video): the same line, changed.
+    paired = []
+    for field in ("path", "content") if content else ("path",):
+        single = _once(before, field) & _once(after, field)
+        found, before, after = _pair(
+            before, after, lambda v, f=field, s=single: v[f] if v[f] in s else None
+        )
+        paired += found
     here = lambda v: f"{new['file']}:{v['line']}: {v['path']}"
     changed, replaced = [], []
     for was, now in paired + ([] if content else same):
@@ -209,6 +211,12 @@ def _split_changes(
     return lines
 
 
+def _once(videos: list[dict], field: str) -> set:
+    """The values of `field` that one line of `videos` has (not None)."""
+    counts = collections.Counter(v[field] for v in videos)
+    return {value for value, n in counts.items() if n == 1 and value is not None}
+
+
 def _line_change(was: Mapping, now: Mapping) -> str | None:
     """How one video's line differs, `old -> new`: its label, its annotation's keys (JSON
     Lines'); None if it does not."""
@@ -227,6 +235,8 @@ def _line_change(was: Mapping, now: Mapping) -> str | None:
             parts.append(f"{shown} {_items(key, gone)} -> {_items(key, new)}")
         else:
             parts.append(f"{key} {'none' if a is None else a} -> {'none' if b is None else b}")
+    if parts and was["path"] != now["path"]:
+        parts.append(f"the same video, moved from {was['path']}")
     return "; ".join(parts) or None
 
 
