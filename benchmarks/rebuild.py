@@ -3,10 +3,13 @@
 One run. N synthetic 10-s 1280x720 H.264 videos (~0.65 core-s each to encode, Kinetics-like) are
 built with `num_workers=0`, the encoding cache kept (the default); then the manifest grows by
 10% and the same data dir is rebuilt with --overwrite; then one video file is replaced under
-its name and rebuilt again. Each rebuild is set against a clean build of the same inputs (a
-fresh data dir, nothing kept). CPU: the build process's and its workers' user + system seconds,
-imports excluded (`builds.build_dataset`). Also: an unchanged rebuild (the check alone), and
-the kept cache's bytes against the dataset's.
+its name and rebuilt again; then the videos are copied to another folder without their times
+and the manifest written again with their new paths, and rebuilt. Each rebuild is set against
+a clean build of the same videos (a fresh data dir, nothing kept). CPU: the build process's
+and its workers' user + system seconds, imports excluded (`builds.build_dataset`). Also: an
+unchanged rebuild (the check alone), the kept cache's bytes against the dataset's, and what
+knowing a video file costs (`file_identity`: a stat, or a stat and three 16 KiB reads) per
+10,000 files, in interleaved rounds (`--identity-only`: that part alone).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import time
 import builds
 import timing
 import video_sets
+
+FILE_BYTES = 256 * 1024  # each file of the identity measure (a fingerprint reads 48 KiB of it)
 
 CONFIG = {"name": "rebuild", "num_workers": 0}
 CLEAN = {**CONFIG, "keep_cache": False}
@@ -49,15 +54,21 @@ def clean_build(manual_dir: str, out: str) -> dict:
 
 def check_at_scale(out: str, lines: int) -> tuple[float, float, float]:
     """CPU s, s and MiB of the record of the check a build makes over a prepared dataset, for
-    `lines` manifest lines of absent files (Kinetics 700: 650k): manifests read and checked, a
-    stat each, the record written (by the first build) and read back, the two compared."""
+    `lines` manifest lines of empty files (Kinetics 700: 650k; each recorded with its stat and
+    fingerprint): manifests read and checked, a stat each (the record vouching for every
+    file), the record written (by the first build) and read back, the two compared."""
     from video_tfrecords import VideoConfig
-    from video_tfrecords.ingest import manifest, provenance
+    from video_tfrecords.ingest import changes, manifest, provenance
 
     manual_dir = pathlib.Path(out, "scale")
     manual_dir.mkdir(parents=True, exist_ok=True)
+    paths = [f"k700/c{i % 700}/{i:07d}_000010_000020.mp4" for i in range(lines)]
+    for folder in {os.path.dirname(path) for path in paths}:
+        os.makedirs(manual_dir / folder, exist_ok=True)
+    for path in paths:
+        open(manual_dir / path, "wb").close()
     (manual_dir / "train.txt").write_text(
-        "".join(f"k700/c{i % 700}/{i:07d}_000010_000020.mp4 c{i % 700}\n" for i in range(lines))
+        "".join(f"{path} c{i % 700}\n" for i, path in enumerate(paths))
     )
     config = VideoConfig(name="default")
     provenance.write(
@@ -65,8 +76,9 @@ def check_at_scale(out: str, lines: int) -> tuple[float, float, float]:
     )
 
     def check():
-        current = provenance.collect(manual_dir, manifest.read_dataset(manual_dir), config)
-        if provenance.differences(provenance.read(manual_dir), current):
+        old = provenance.read(manual_dir)
+        current = provenance.collect(manual_dir, manifest.read_dataset(manual_dir), config, old)
+        if changes.differences(old, current):
             raise RuntimeError("the same inputs differ")
 
     start = time.perf_counter()
@@ -77,17 +89,128 @@ def check_at_scale(out: str, lines: int) -> tuple[float, float, float]:
     return used, seconds, size
 
 
+def identity_files(out: str, count: int) -> list[str]:
+    """`count` files of random bytes (kept between runs), in 100 folders."""
+    folder = pathlib.Path(out, "identity")
+    paths = [str(folder / f"c{i % 100}" / f"{i:07d}.mp4") for i in range(count)]
+    for path in paths:
+        if not os.path.exists(path) or os.path.getsize(path) != FILE_BYTES:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(os.urandom(FILE_BYTES))
+    return paths
+
+
+def drop_page_cache(paths: list[str]) -> None:
+    """Asks the kernel to forget the files' pages (posix_fadvise; no root needed)."""
+    for path in paths:
+        descriptor = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(descriptor)
+
+
+def identity_cost(out: str, count: int, rounds: int) -> list[list[str]]:
+    """Rows: seconds and CPU s of knowing `count` files, per 10,000 and at 650k (x65), median
+    of `rounds` interleaved rounds: a stat each (the check before videos were known by
+    content), the check of files the record vouches for (a stat each and a look-up), and
+    each file read (a first build; files moved or copied without times), page cache warm and
+    dropped. Plus the comparison of 650k lines all moved (two records, in memory)."""
+    from video_tfrecords.ingest import file_identity
+
+    paths = identity_files(out, count)
+    known = {found[0]: found[1:] for found in file_identity.identities(paths)}
+
+    def timed(function, before=None):
+        def measure():
+            if before:
+                before()
+            start, cpu = time.perf_counter(), time.process_time()
+            function()
+            return time.perf_counter() - start, time.process_time() - cpu
+
+        return measure
+
+    measures = {
+        "a stat each (before: path, size, mtime)": timed(lambda: [os.stat(p) for p in paths]),
+        "unchanged: a stat each, vouched by the record": timed(
+            lambda: file_identity.identities(paths, known)
+        ),
+        "each file read (new, moved, copied), page cache warm": timed(
+            lambda: file_identity.identities(paths)
+        ),
+        "each file read, page cache dropped": timed(
+            lambda: file_identity.identities(paths), lambda: drop_page_cache(paths)
+        ),
+    }
+    results = timing.interleave(measures, rounds)
+    scale = 10_000 / count
+    rows = []
+    for name, runs in results.items():
+        wall = timing.median([r[0] for r in runs]) * scale
+        cpu = timing.median([r[1] for r in runs]) * scale
+        rows.append(
+            [name, f"{wall:.2f} s, {cpu:.2f} CPU s", f"{wall * 65:.0f} s, {cpu * 65:.0f} CPU s"]
+        )
+    lines = 10_000 if count < 10_000 else 650_000
+    timing.log(f"the whole check of {lines:,} lines")
+    used, seconds, size = check_at_scale(out, lines)
+    what = f"the whole check of {lines:,} unchanged lines (empty files): manifests, stats, "
+    what += f"record ({size:.0f} MiB) read and compared"
+    rows.append([what, "", f"{seconds:.1f} s, {used:.1f} CPU s"])
+    rows.append(["650,000 lines all moved: the two records compared", "", compare_moved(650_000)])
+    return rows
+
+
+def compare_moved(lines: int) -> str:
+    """CPU s of `changes.differences` of two records of `lines` lines naming the same videos
+    (the same content) under another folder, which it tells in one line."""
+    from video_tfrecords.ingest import changes
+
+    def record(folder: str) -> dict:
+        videos = [
+            [i + 1, f"{folder}/c{i % 700}/{i:07d}.mp4", f"c{i % 700}", None,
+             f"{folder}/c{i % 700}/{i:07d}.mp4", 1_000_000 + i, 1, 1, f"{i:032x}"]
+            for i in range(lines)
+        ]  # fmt: skip
+        split = {"file": "/m/train.txt", "sha256": "", "lines": lines, "videos": videos}
+        return {"format": 2, "encoding_format": 5, "manual_dir": "/m", "config": {},
+                "class_names": [], "splits": {"train": split}}  # fmt: skip
+
+    old, new = record("/disk1"), record("/disk2")
+    found = []
+    used = timing.cpu_time(lambda: found.extend(changes.differences(old, new)))
+    if len(found) != 1 or "by another path: /disk1 -> /disk2" not in found[0]:
+        raise RuntimeError(f"unexpected: {found}")
+    return f"{used:.1f} CPU s, one line"
+
+
+def identity_table(out: str, quick: bool) -> None:
+    count, rounds = (1000, 1) if quick else (10_000, 3)
+    timing.log(f"what knowing {count:,} files costs, {rounds} rounds")
+    rows = identity_cost(out, count, rounds)
+    header = [f"Knowing {count:,} video files ({FILE_BYTES // 1024} KiB each)", "per 10k files",
+              "at 650k (x65)"]  # fmt: skip
+    print("\n".join(timing.table(header, rows)))
+    shutil.rmtree(pathlib.Path(out, "identity"))
+
+
 def main() -> None:
     parser = timing.arguments(__doc__, "rebuild")
     parser.add_argument(
         "--videos", type=int, default=100, help="videos before the growth (see performance.md)"
     )
+    parser.add_argument(
+        "--identity-only", action="store_true", help="only what knowing a video file costs"
+    )
     args = parser.parse_args()
+    out = os.path.abspath(args.out)
+    if args.identity_only:
+        identity_table(out, args.quick)
+        return
     count, height, width, frames = (
         (10, 96, 128, 50) if args.quick else (args.videos, 720, 1280, 300)
     )
     grown = count + max(1, count // 10)
-    out = os.path.abspath(args.out)
     sources = video_sets.synthetic_videos(
         os.path.join(out, f"videos_{height}p"), grown + 1, frames, height, width
     )
@@ -117,11 +240,16 @@ def main() -> None:
     shutil.copyfile(spare, videos[0])
     replaced_rebuild = builds.build_dataset(manual_dir, data_dir, CONFIG, overwrite=True)
     replaced_clean = clean_build(manual_dir, out)
+    timing.log("the videos copied elsewhere without their times, the manifest written again")
+    moved = [os.path.join(out, "moved", os.path.basename(path)) for path in videos[:grown]]
+    shutil.rmtree(os.path.join(out, "moved"), ignore_errors=True)
+    os.makedirs(os.path.join(out, "moved"))
+    for source, path in zip(videos, moved):
+        shutil.copyfile(source, path)  # new times
+    write_manifest(manual_dir, moved)
+    moved_rebuild = builds.build_dataset(manual_dir, data_dir, CONFIG, overwrite=True)
     shutil.rmtree(data_dir, ignore_errors=True)
-
-    timing.log("the check at scale")
-    lines = 10_000 if args.quick else 650_000
-    check_cpu, check_seconds, record_size = check_at_scale(out, lines)
+    shutil.rmtree(os.path.join(out, "moved"))
 
     size = f"{width}x{height}, {frames} frames"
     line = lambda r: f"{cpu(r):.2f} CPU s ({r['seconds']:.1f} s)"
@@ -133,14 +261,14 @@ def main() -> None:
         ["one video file replaced", f"--overwrite, {grown} videos", line(replaced_rebuild), "", ""],
         ["", "clean build of them", line(replaced_clean), "", ""],
         ["", "", "", f"{cpu(replaced_rebuild) / cpu(replaced_clean):.3f}", "<= 0.1"],
-        ["unchanged", "the check, nothing built", line(unchanged), "", ""],
         [
-            "",
-            f"the check of {lines:,} lines (absent files)",
-            f"{check_cpu:.2f} CPU s ({check_seconds:.1f} s; record {record_size:.0f} MiB)",
-            "",
-            "",
+            "videos copied elsewhere, no times kept",
+            f"--overwrite, {grown} videos",
+            line(moved_rebuild),
+            f"{cpu(moved_rebuild) / cpu(replaced_clean):.3f}",
+            "<= 0.1",
         ],
+        ["unchanged", "the check, nothing built", line(unchanged), "", ""],
         [
             "kept cache",
             f"{cache_size / 2**20:.1f} MiB for a {dataset_size / 2**20:.1f} MiB dataset",
@@ -151,6 +279,8 @@ def main() -> None:
     ]
     header = ["Rebuild", "Variant", "Result", "Ratio", "Target"]
     print("\n".join(timing.table(header, rows)))
+    print()
+    identity_table(out, args.quick)
 
 
 if __name__ == "__main__":

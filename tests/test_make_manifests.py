@@ -618,6 +618,26 @@ def test_out_inside_the_videos_folder_is_not_a_class_or_split_on_a_rerun(tmp_pat
     assert {**raw_manifest(out, "train.txt"), **raw_manifest(out, "test.txt")} == truth
 
 
+def test_videos_inside_the_manual_dir_are_named_relative_to_it_so_it_moves_whole(tmp_path):
+    out = tmp_path / "manual"
+    touch(out / "videos", "cat/a.mp4", "dog/b c.mp4")
+    make_manifests.folders(str(out / "videos"), str(out))
+    assert lines(out, "train.txt") == ["videos/cat/a.mp4 0", "videos/dog/b c.mp4 1"]
+    moved = tmp_path / "another disk" / "manual"
+    moved.parent.mkdir()
+    out.rename(moved)
+    truth = {"train": {"videos/cat/a.mp4": "cat", "videos/dog/b c.mp4": "dog"}}
+    assert built_labels(moved) == truth
+    for entries in manifest.read_dataset(moved).splits.values():
+        assert all(manifest.resolve(moved, e.path).is_file() for e in entries)
+    # Videos outside the manual dir: absolute paths (raw_manifest checks).
+    make_manifests.folders(str(moved / "videos"), str(tmp_path / "out"))
+    assert set(raw_manifest(tmp_path / "out", "train.txt")) == {
+        str(moved / "videos" / "cat" / "a.mp4"),
+        str(moved / "videos" / "dog" / "b c.mp4"),
+    }
+
+
 def test_integer_class_names_keep_their_own_ids(tmp_path):
     """Folders 0..11 sorted as text would put "10" at id 2, and the builder would read label 2
     as the class named "2"."""

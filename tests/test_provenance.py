@@ -4,9 +4,11 @@ encodes only the new and changed videos and writes what a clean build of the new
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -133,7 +135,8 @@ def other_manual_dir(manual):
     videos = manual / "videos"
     (other / "train.txt").write_text(f"{videos / 'v0.mp4'} c0\n{videos / 'v7.mp4'} c1\n")
     (other / "val.txt").write_text(f"{videos / 'v5.mp4'} c0\n")
-    return f"another manual dir: {manual} -> {other}", {"manual": other}, 3
+    # v0 and v5 were encoded from the same files (the cache knows them by content): v7 only.
+    return f"another manual dir: {manual} -> {other}", {"manual": other}, 1
 
 
 CHANGES = [add_line, remove_line, change_label, replace_video, change_config, other_manual_dir]
@@ -192,10 +195,12 @@ def test_the_record_tells_what_the_dataset_was_built_from(manual, tmp_path):
     build(manual, data_dir)
     record = json.loads((dataset_dir(data_dir) / provenance.FILE).read_text())
     assert record["manual_dir"] == str(manual) and record["config"]["short_side"] == 32
-    stat = os.stat(manual / "videos" / "v5.mp4")
+    video = manual / "videos" / "v5.mp4"
+    stat, data = os.stat(video), video.read_bytes()
+    content = hashlib.sha256(f"{len(data)}\n".encode() + data).hexdigest()[:32]  # < 48 KiB
     assert record["splits"]["validation"]["videos"] == [
-        [1, "videos/v5.mp4", "c0", None, str(manual / "videos" / "v5.mp4"), stat.st_size,
-         stat.st_mtime_ns]
+        [1, "videos/v5.mp4", "c0", None, str(video), stat.st_size, stat.st_mtime_ns,
+         stat.st_ctime_ns, content]
     ]  # fmt: skip
     source = ClipSource("train", num_frames=2, data_dir=str(data_dir), config=NAME)
     assert source.built_from == record
@@ -234,3 +239,115 @@ def test_tfds_build_says_up_to_date_or_exits_naming_the_change_or_overwrites(man
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert encoded_since(before, data_dir) == 1
     assert len(parsed(data_dir, "train")) == examples(LENGTHS[:5] + LENGTHS[6:7])
+
+
+@pytest.mark.parametrize("keep_times", [True, False], ids=["mtimes kept", "mtimes not kept"])
+def test_videos_moved_to_another_disk_are_rebuilt_without_encoding(tmp_path, keep_times, capsys):
+    """The issue's case: make_manifests over a video folder, a build; the folder copied to
+    another disk (`cp -a`, or a copy that sets new times), make_manifests again: the
+    refusal says so in one line a split, and --overwrite encodes no video and writes a
+    clean build's examples."""
+    from video_tfrecords import make_manifests
+
+    disk1, disk2, out = tmp_path / "disk1", tmp_path / "disk2", tmp_path / "manual"
+    for i, length in enumerate(LENGTHS[:6]):
+        frames = synthetic.moving_frames(length, 32, 48, seed=i)
+        synthetic.write_video(str(disk1 / "videos" / f"c{i % 2}" / f"v{i}.mp4"), frames)
+    make_manifests.folders(str(disk1 / "videos"), str(out), val=0.34)
+    data_dir = tmp_path / "data"
+    build(out, data_dir)
+    before = cache_entries(data_dir)
+    copy = shutil.copy2 if keep_times else shutil.copyfile
+    shutil.copytree(disk1, disk2, copy_function=copy)
+    shutil.rmtree(disk1)
+    make_manifests.folders(str(disk2 / "videos"), str(out), val=0.34)
+
+    with pytest.raises(provenance.StaleDatasetError) as refused:
+        build(out, data_dir)
+    told = [line for line in str(refused.value).splitlines() if line.startswith("  - ")]
+    same = "the same video (the same content) by another path"
+    assert told == [
+        f"  - train.txt: 4 lines name {same}: {disk1} -> {disk2}",
+        f"  - val.txt: 2 lines name {same}: {disk1} -> {disk2}",
+    ]
+    capsys.readouterr()
+    build(out, data_dir, overwrite=True)
+    assert encoded_since(before, data_dir) == 0
+    assert "\n  0 videos encoded, 6 read back from the cache\n" in capsys.readouterr().out
+    clean = tmp_path / "clean"
+    build(out, clean, keep_cache=False)
+    assert_same_dataset(data_dir, clean)
+    assert {f.decode() for f, _ in parsed(data_dir, "train")} <= {
+        str(p) for p in (disk2 / "videos").rglob("*.mp4")
+    }
+
+
+def test_a_manual_dir_moved_whole_is_up_to_date_and_says_so_in_one_line(
+    manual, tmp_path, capsys, monkeypatch
+):
+    """Manifests with paths relative to the manual dir, the videos in it: moved (copied
+    without times, the old one removed), the dataset is up to date, one line says what
+    moved, and its record is brought up to date, so that the next check reads no video."""
+    from video_tfrecords.ingest import file_identity
+
+    data_dir = tmp_path / "data"
+    build(manual, data_dir)
+    moved = tmp_path / "another mount" / "manual"
+    shutil.copytree(manual, moved, copy_function=shutil.copyfile)
+    shutil.rmtree(manual)
+    capsys.readouterr()
+    build(moved, data_dir)
+    examples = sum(len(parsed(data_dir, split)) for split in ("train", "validation"))
+    up_to_date = (
+        f"video_tfrecords/{NAME}/{DATASET_VERSION} is up to date ({examples} examples), "
+        f"nothing to build: {dataset_dir(data_dir)}"
+    )
+    assert capsys.readouterr().out.splitlines() == [
+        up_to_date,
+        f"  moved, with the same content: the manual dir {manual} -> {moved} (with 6 video "
+        "files in it)",
+    ]
+    record = json.loads((dataset_dir(data_dir) / provenance.FILE).read_text())
+    assert record["manual_dir"] == str(moved)
+
+    def no_read(path, size):
+        raise AssertionError(f"{path} read")
+
+    monkeypatch.setattr(file_identity, "fingerprint", no_read)
+    build(moved, data_dir)
+    assert capsys.readouterr().out.splitlines() == [up_to_date]
+    monkeypatch.undo()
+    before = cache_entries(data_dir)
+    build(moved, data_dir, overwrite=True)
+    assert encoded_since(before, data_dir) == 0
+    clean = tmp_path / "clean"
+    build(moved, clean, keep_cache=False)
+    assert_same_dataset(data_dir, clean)
+
+
+def test_a_span_note_read_back_from_the_cache_names_the_rebuilds_line(manual, tmp_path):
+    """A span past its video's end is noted with its FILE:LINE; the cache keeps the note
+    without it, so a rebuild of the moved manual dir, reordered, names its own lines."""
+    (manual / "train.txt").unlink()
+    lines = [
+        {"path": "videos/v0.mp4", "label": "c1"},
+        {"path": "videos/v1.mp4", "label": "c0", "start": 0.04, "end": 9},  # 5 frames: 0.2 s
+    ]
+    write = lambda folder, order: (folder / "train.jsonl").write_text(
+        "".join(json.dumps(lines[i]) + "\n" for i in order)
+    )
+    write(manual, [0, 1])
+    data_dir = tmp_path / "data"
+    build(manual, data_dir)
+    before = cache_entries(data_dir)
+    moved = tmp_path / "moved"
+    manual.rename(moved)
+    write(moved, [1, 0])
+    build(moved, data_dir, overwrite=True)
+    assert encoded_since(before, data_dir) == 0
+    info = tfds.builder(f"video_tfrecords/{NAME}", data_dir=str(data_dir)).info
+    (note,) = info.metadata["notes"]
+    assert note["reason"].startswith(f"{moved / 'train.jsonl'}:1: span [0.04 s, 9 s) ends past")
+    clean = tmp_path / "clean"
+    build(moved, clean, keep_cache=False)
+    assert_same_dataset(data_dir, clean)

@@ -1,6 +1,7 @@
 """A killed `tfds build` resumes: what it had encoded is not decoded again, and the
 dataset it finishes is the one an uninterrupted build writes, record for record."""
 
+import dataclasses
 import itertools
 import json
 import pathlib
@@ -148,15 +149,14 @@ def test_a_resumed_build_spreads_its_cached_videos_among_the_rest(tmp_path):
     tasks = []
     for i in range(10):
         path = tmp_path / f"v{i}.mp4"
-        path.write_bytes(b"not decoded here")
+        path.write_bytes(b"not decoded here, video %d" % i)  # 10 contents
         entry = manifest.Entry("train.txt", i + 1, path.name, "c")
         tasks.append(encoding.Task("train", entry, 0, str(path), config, str(tmp_path / "cache")))
     assert encoding.resume_order(tasks) == tasks  # a fresh build: manifest order
 
     store = cache.Cache(tmp_path / "cache")
     for task in tasks[:4]:  # a build killed after its first 4 videos
-        key = cache.video_key(task.video_path, config.frame_fields(), f"train/{task.entry.path}")
-        store.writer(key).finish({"fields": {}, "damage": None})
+        store.writer(encoding.cache_key(task)).finish({"fields": {}, "damage": None})
     order = [int(t.entry.path[1]) for t in encoding.resume_order(tasks)]
     assert sorted(order) == list(range(10))
     assert [i for i in order if i < 4] == [0, 1, 2, 3]  # each group keeps its order
@@ -166,8 +166,7 @@ def test_a_resumed_build_spreads_its_cached_videos_among_the_rest(tmp_path):
     assert cached_positions[0] <= 2 and cached_positions[-1] >= 7  # spread over the whole run
 
     for task in tasks[4:]:
-        key = cache.video_key(task.video_path, config.frame_fields(), f"train/{task.entry.path}")
-        store.writer(key).finish({"fields": {}, "damage": None})
+        store.writer(encoding.cache_key(task)).finish({"fields": {}, "damage": None})
     assert encoding.resume_order(tasks) == tasks  # all cached: nothing to overlap
 
 
@@ -203,7 +202,9 @@ def test_a_cached_video_takes_its_label_and_name_from_the_manifest_of_the_rerun(
     (other,) = encoding.examples_of(encoding.encode(respelled))
     assert other[0] == "./a.mp4#0" and other[1]["filename"] == "./a.mp4"
     folders = {p.parent for p in (tmp_path / "cache").rglob("done.json")}
-    assert len(folders) == 2  # another manifest line naming the file: an entry of its own
+    assert len(folders) == 1  # the entry is the file's content's, whatever the line calls it
+    copy = dataclasses.replace(respelled, copy=1)  # a plan's second line naming the same file
+    assert encoding.cache_key(copy) != encoding.cache_key(respelled)
 
 
 def test_a_cache_that_cannot_be_written_fails_the_build_instead_of_skipping_videos(tmp_path):

@@ -412,6 +412,50 @@ def test_a_spark_rebuild_refuses_changed_inputs_then_encodes_only_them(
     assert got.features["label"].names == want.features["label"].names
 
 
+def test_videos_moved_to_another_disk_are_rebuilt_on_spark_without_encoding(
+    manual, spark, tmp_path
+):
+    """The videos copied to another disk without their times and the manifests (absolute
+    paths) written again: refused in one line a split, then rebuilt without encoding a
+    video, into the plain build's examples of the new manifests."""
+    disk1, disk2, manual_dir = tmp_path / "disk1", tmp_path / "disk2", tmp_path / "manual"
+    names = ["v0.mp4", "v1.mp4", "v2.mp4", "half.avi", "sub dir/v 9.mp4", "v6.mp4", "v7.mp4"]
+    for name in names:
+        (disk1 / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(manual / name, disk1 / name)
+    manual_dir.mkdir()
+
+    def write_manifests(folder):
+        lines = [f"{folder / name} c{i % 3}\n" for i, name in enumerate(names)]
+        (manual_dir / "train.txt").write_text("".join(lines[:5]))
+        (manual_dir / "val.txt").write_text("".join(lines[5:]))  # 3 + 1 examples
+
+    write_manifests(disk1)
+    data_dir, config = tmp_path / "spark", VideoConfig(**CONFIG)
+    build = lambda **kwargs: spark_build.build(
+        spark, str(manual_dir), str(data_dir), config, download_config=download_config(),
+        **kwargs,
+    )  # fmt: skip
+    build()
+    before = cache_entries(data_dir)
+    shutil.copytree(disk1, disk2, copy_function=shutil.copyfile)  # times not kept
+    shutil.rmtree(disk1)
+    write_manifests(disk2)
+    with pytest.raises(provenance.StaleDatasetError) as error:
+        build()
+    told = [line for line in str(error.value).splitlines() if line.startswith("  - ")]
+    same = "the same video (the same content) by another path"
+    assert told == [
+        f"  - train.txt: 5 lines name {same}: {disk1} -> {disk2}",
+        f"  - val.txt: 2 lines name {same}: {disk1} -> {disk2}",
+    ]
+    build(overwrite=True)
+    assert cache_entries(data_dir) == before  # no video encoded
+    plain_dir = tmp_path / "plain"
+    plain_build(manual_dir, plain_dir)
+    assert_same_examples(data_dir, plain_dir)
+
+
 # -- the engine-neutral parts, without Spark -----------------------------------------
 
 

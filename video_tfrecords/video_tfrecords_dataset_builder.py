@@ -133,10 +133,12 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         self._manual_dir = config.manual_dir or self._default_manual_dir(download_dir)
         prepared = (epath.Path(self.data_path) / "dataset_info.json").exists()
         overwrite = config.download_mode.overwrite_dataset
+        previous = None
         if prepared and overwrite:
             self.start_over(self._manual_dir)
+            previous = provenance.read(self.data_path)  # before TFDS removes the old dataset
         self.use_manifests(self._manual_dir)
-        self._run = BuildRun(self.info, self.build_config)
+        self._run = BuildRun(self.info, self.build_config, previous)
         self._engine = None  # chosen when TFDS asks for the splits: nothing built before
         self._use_beam = bool(config.beam_runner or config.beam_options)
         # (tfds.load's call, without a manual dir: TFDS reuses what is there.)

@@ -127,7 +127,7 @@ def build(
         builder.start_over(manual_dir)  # the rebuild's info, not the old dataset's
     download_config = download_config or tfds.download.DownloadConfig()
     builder.use_manifests(manual_dir)  # the features store what the manifests annotate
-    run = BuildRun(builder.info, builder.build_config)
+    run = BuildRun(builder.info, builder.build_config, provenance.read(final))
     tasks, groups = plan(run, manual_dir, data_dir, cores)
     encoded = _encode(tasks, groups, map_groups)
     outcomes = {split: [None] * len(split_tasks) for split, split_tasks in tasks.items()}

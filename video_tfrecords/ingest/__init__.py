@@ -6,5 +6,6 @@ manifest (the manifests, checked), video_io (FFmpeg decode through PyAV), file_s
 clock), frame_choice (which frames, what size), encoding (one video's examples or skip
 record), cache (encoded videos kept for resuming), shards (a split's shards, written whole
 or not at all), run (one build's plan and records: the seam every engine calls), summary
-(what a build tells its user), progress (a bar of videos a split).
+(what a build tells its user), progress (a bar of videos a split), provenance and changes
+(what a build is made from, and two compared), file_identity (a video file by its content).
 """

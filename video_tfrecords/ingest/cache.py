@@ -3,9 +3,10 @@
 `cached` wraps the encoding of one video: it reads the video's entry back if
 the cache holds it whole, else runs the encoding and stores what it makes, one
 file per example (segment); the split writer reads the examples from there.
-An entry is keyed on the video (its path, size and modification time) and on
-the config fields that shape its frames, so a rerun of the same build finds
-the videos it had already encoded and does not decode them again. An entry
+An entry is keyed on the video's content (`file_identity`: wherever the file is
+now, under whatever name) and on the config fields that shape its frames, so a
+rerun of the same build, or a build of the same videos moved elsewhere, finds the
+videos already encoded and does not decode them again. An entry
 counts only once its `done.json` exists, which is written last and lists every
 file's size and CRC32C: an entry cut short by a kill, or damaged since, is
 re-encoded, never written as data. Paths go through `etils.epath`, so the
@@ -18,14 +19,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from awscrt import checksums
 from etils import epath
-
-from video_tfrecords.util.paths import is_remote
 
 # Bump when the content of an entry changes meaning: old entries are then ignored.
 # 2: keyed on the manifest's name for the video too; holds only what the video gives.
@@ -33,7 +31,8 @@ from video_tfrecords.util.paths import is_remote
 #    (awscrt's: 5x zlib's CRC32 here, and the build process checks every file it reads).
 # 4: frames timed by FFmpeg's best-effort rule and deinterlaced; audio with audio_rate.
 # 5: a task may hold several spans of its video; each example says which (`part`, `segment`).
-# 6: `start_frame` is the example's first frame's index in the video (a span's was 0); the
+# 6: keyed on the video file's content, not its path; notes on spans without their FILE:LINE;
+#    `start_frame` is the example's first frame's index in the video (a span's was 0); the
 #    summary's notes say which span they are of ([part, reason]).
 FORMAT = 6
 DONE = "done.json"
@@ -43,34 +42,10 @@ class CacheError(OSError):
     """An entry's files do not match its done.json: it was damaged after it was written."""
 
 
-def file_identity(path: str) -> tuple[str, int, float]:
-    """(resolved path, size, modification time) of a file: os.stat's nanoseconds for a local
-    file, what etils.epath tells for a remote one. OSError if it cannot be found."""
-    if is_remote(path):
-        stat = epath.Path(path).stat()
-        return path, stat.length, stat.mtime
-    stat = os.stat(path)
-    return os.path.abspath(path), stat.st_size, stat.st_mtime_ns
-
-
-def video_key(path: str, config_fields: Mapping, name: str) -> str:
-    """Hex key of one video under one config: its file's identity (path, size, mtime), the
-    config's fields, and `name`, what the manifest calls it (split and path as written): two
-    manifest lines naming one file get entries of their own, as they may be encoded at once."""
-    return identity_key(file_identity(path), config_fields, name)
-
-
-def identity_key(file: tuple, config_fields: Mapping, name: str) -> str:
-    """`video_key` of a file whose identity (`file_identity`) is known already."""
-    path, size, mtime = file
-    identity = {
-        "format": FORMAT,
-        "path": path,
-        "size": size,
-        "mtime": mtime,
-        "config": dict(config_fields),
-        "name": name,
-    }
+def key(video: Mapping, config_fields: Mapping) -> str:
+    """Hex key of one video's entry under one config: `video` says what it holds (the file's
+    content fingerprint, the spans, which copy), `config_fields` how its frames are made."""
+    identity = {"format": FORMAT, "video": dict(video), "config": dict(config_fields)}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
 
 

@@ -26,7 +26,16 @@ import cv2
 
 from video_tfrecords.clips import keys
 from video_tfrecords.config import VideoConfig
-from video_tfrecords.ingest import audio_io, cache, frame_index, manifest, progress, spans, video_io
+from video_tfrecords.ingest import (
+    audio_io,
+    cache,
+    file_identity,
+    frame_index,
+    manifest,
+    progress,
+    spans,
+    video_io,
+)
 from video_tfrecords.ingest.frame_choice import stored_size
 from video_tfrecords.ingest.span_writer import Jpegs, SpanWriter
 from video_tfrecords.records import schema
@@ -50,6 +59,9 @@ class Task:
     cache_root: str
     decoder_threads: int = 1
     parts: tuple[spans.Part, ...] = ()  # JSON Lines datasets: the video's examples-to-be
+    # The file as the plan found it: (size, mtime, ctime, content fingerprint); None: unknown.
+    identity: tuple | None = None
+    copy: int = 0  # tasks of the plan before this one with the same video content and spans
 
     @property
     def where(self) -> str:
@@ -105,22 +117,27 @@ def encode(task: Task) -> Outcome:
 
 
 def _cache_key(task: Task) -> str:
-    """The task's cache key: its video file, the frame-shaping config, its manifest name and
-    the spans it stores."""
-    return cache_key(task, cache.file_identity(task.video_path))
+    """The task's cache key as its video file is now (its fingerprint read again only if the
+    file changed since the plan); OSError if the file cannot be found or read."""
+    return cache_key(task, file_identity.current(task.video_path, task.identity))
 
 
-def cache_key(task: Task, identity: tuple) -> str:
-    """`_cache_key` of a task whose file's identity (`cache.file_identity`) is known."""
-    name = f"{task.split}/{task.entry.path}"
-    if task.parts:
-        name += json.dumps([[part.start, part.end] for part in task.parts])  # inf: Infinity
-    return cache.identity_key(identity, task.config.frame_fields(), name)
+def cache_key(task: Task, content: str | None = None) -> str:
+    """The cache key of a task: its video file's content (`content`; by default the plan's,
+    else read now), the spans it stores, which copy of the same it is (`Task.copy`), the
+    frame-shaping config. Not its path: videos move, and the entry holds only what the
+    video gives (the label, name and FILE:LINE come from the task)."""
+    if content is None:
+        planned = task.identity[3] if task.identity is not None else None
+        content = planned or file_identity.current(task.video_path, None)
+    times = [[part.start, part.end] for part in task.parts] or None  # JSON: inf as Infinity
+    video = {"content": content, "spans": times, "copy": task.copy}
+    return cache.key(video, task.config.frame_fields())
 
 
 def cached(tasks: list[Task]) -> list[bool]:
     """Which tasks' videos have a finished cache entry (an interrupted build's): all False for
-    videos or a cache on a remote file system, where a stat each would cost more than it tells."""
+    a cache on a remote file system, where a stat each would cost more than it tells."""
     if not tasks or is_remote(tasks[0].cache_root) or not os.path.isdir(tasks[0].cache_root):
         return [False] * len(tasks)
     return [_has_entry(task) for task in tasks]
@@ -150,14 +167,15 @@ def resume_order(tasks: list[Task], hits: list[bool] | None = None) -> list[Task
 
 
 def _has_entry(task: Task) -> bool:
-    """Whether a local video has a finished cache entry (False for a remote one: unknown)."""
-    if is_remote(task.video_path):
+    """Whether a video has a finished cache entry, by the plan's fingerprint (a task planned
+    without one: only a local file's, read now)."""
+    planned = task.identity is not None and task.identity[3] is not None
+    if not planned and is_remote(task.video_path):
         return False
     try:
-        key = _cache_key(task)
+        return cache.Cache(task.cache_root).has(cache_key(task))
     except OSError:
         return False
-    return cache.Cache(task.cache_root).has(key)
 
 
 def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
@@ -211,7 +229,8 @@ def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
 def _decode_spans(task: Task, video: video_io.Video, writers: list[SpanWriter]):
     """Pushes each decoded frame to the writers whose span it is in, one run of spans
     (`spans.ranges`) at a time; returns each writer's fields (`SpanWriter.finish`) and notes
-    on spans past the video's end."""
+    on spans past the video's end or without a frame, as [part, reason] (`line_records` names
+    their lines: a cached entry serves a moved or reordered manifest)."""
     summaries: list[dict | None] = [None] * len(writers)
     notes = []
     fps = video.info.nominal_fps

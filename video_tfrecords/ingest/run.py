@@ -6,16 +6,21 @@ an engine encodes them its own way and hands each `encoding.Outcome` to `record`
 `check_records` closes the records (skip records and notes, in `info.metadata`);
 `summary` is what the user reads at the end, and `remove_cache` the clean-up after it.
 `built_from` is what the plan read (`provenance.collect`), which the engine writes beside
-the dataset; `check_prepared` compares it with the record of a dataset already prepared.
+the dataset; `check_prepared` compares it with the record of a dataset already prepared
+(`changes`). A task's video is known by its content (`file_identity`), so the cache serves
+the same videos moved elsewhere.
 """
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Mapping
 
 from etils import epath
 
-from video_tfrecords.ingest import cache, encoding, manifest, progress, provenance, spans, summary
+from video_tfrecords.ingest import (
+    cache, changes, encoding, manifest, progress, provenance, spans, summary,
+)
 from video_tfrecords.records import schema
 from video_tfrecords.util.text import plural
 
@@ -60,10 +65,11 @@ class BuildRun:
     """A build of one config: its tasks by split, where its encoded videos are cached, and the
     skip records and notes it keeps in the dataset's `metadata` (TFDS's `info.metadata`)."""
 
-    def __init__(self, info, config) -> None:
+    def __init__(self, info, config, previous: Mapping | None = None) -> None:
         """`info`: the builder's `tfds.core.DatasetInfo` (class names, metadata); `config`:
-        its `VideoConfig`."""
-        self.info, self.config = info, config
+        its `VideoConfig`; `previous`: the record of the dataset this build replaces, if any
+        (`provenance.read`): its videos found as it found them are not read again."""
+        self.info, self.config, self.previous = info, config, previous
         self.cache_dir: epath.Path | None = None  # set by `plan`: nothing is built before
         self.videos_per_split: dict[str, int] = {}
         self.lines_per_split: dict[str, int] = {}  # manifest lines (spans of a video each one)
@@ -90,6 +96,7 @@ class BuildRun:
         manual_dir = epath.Path(manual_dir)
         dataset, self.built_from = self.read_inputs(manual_dir)
         files = provenance.files_by_path(self.built_from)
+        copies = collections.Counter()  # (content, spans) -> tasks so far: each one's copy
         kinds = spans.feature_kinds(e for entries in dataset.splits.values() for e in entries)
         self._name_classes(dataset.class_names, kinds)
         self.metadata["skipped"] = []
@@ -97,7 +104,7 @@ class BuildRun:
         self.cache_dir = epath.Path(download_dir) / "video_tfrecords_cache" / self.config.name
         self.tasks = {
             split: [
-                self._task(split, group, dataset, kinds, files[split], decoder_threads)
+                self._task(split, group, dataset, kinds, files[split], decoder_threads, copies)
                 for group in spans.group_by_video(entries)
             ]
             for split, entries in dataset.splits.items()
@@ -134,36 +141,48 @@ class BuildRun:
 
     def read_inputs(self, manual_dir: epath.PathLike) -> tuple[manifest.Dataset, dict]:
         """The manual dir's checked manifests, and the record of what a build of them under
-        this config is made from (one stat a video); read once."""
+        this config is made from (a stat a video, and a read of each one `previous` did not
+        find as it is); read once."""
         manual_dir = epath.Path(manual_dir)
         if self._inputs is None or self._inputs[0] != str(manual_dir):
             try:
                 dataset = manifest.read_dataset(manual_dir)
             except FileNotFoundError as e:
                 raise ManualDirError(f"{e}\n\n{MANUAL_INSTRUCTIONS}") from None
-            record = provenance.collect(manual_dir, dataset, self.config)
+            record = provenance.collect(manual_dir, dataset, self.config, self.previous)
             self._inputs = (str(manual_dir), dataset, record)
         return self._inputs[1], self._inputs[2]
 
     def check_prepared(
         self, dataset_dir: epath.PathLike, manual_dir: epath.PathLike, ways: Mapping
     ) -> tuple[str, bool]:
-        """For the dataset prepared in `dataset_dir` (whose info `info` is): the line to print
-        and whether it is a warning: up to date with the inputs of `manual_dir`, or (built
-        before records were kept) unchecked. `provenance.StaleDatasetError`, naming what
-        changed and the `ways` on, if they differ. Reads manifests and stats videos only."""
-        _, current = self.read_inputs(manual_dir)
+        """For the dataset prepared in `dataset_dir` (whose info `info` is): the line(s) to
+        print and whether it is a warning: up to date with the inputs of `manual_dir` (and
+        what moved, if the videos did), or (built before records were kept) unchecked.
+        `provenance.StaleDatasetError`, naming what changed and the `ways` on, if they
+        differ. Reads manifests, stats videos and reads those moved or touched only.
+
+        Up to date with inputs that moved or were touched, the dataset's record is brought
+        up to date (where they are now), so the next check reads no video again."""
         folder, name = str(dataset_dir), self.info.full_name
         old = provenance.read(folder)
+        self.previous = self.previous or old
+        _, current = self.read_inputs(manual_dir)
         if old is None:
             return provenance.unknown_line(name, folder, ways["overwrite"]), True
-        changes = provenance.differences(old, current)
-        if changes:
-            raise provenance.StaleDatasetError(
-                provenance.stale_message(name, folder, changes, ways)
-            )
+        found = changes.differences(old, current)
+        if found:
+            raise provenance.StaleDatasetError(provenance.stale_message(name, folder, found, ways))
         examples = sum(split.num_examples for split in self.info.splits.values())
-        return provenance.up_to_date_line(name, folder, examples), False
+        line = provenance.up_to_date_line(name, folder, examples)
+        if old != current:
+            moved = changes.moves(old, current)
+            try:
+                provenance.write(folder, current)
+            except OSError as e:  # a dataset the user may not write: checked again next time
+                moved = moved and f"{moved} ({provenance.FILE} not updated: {e})"
+            line += f"\n  {moved}" if moved else ""
+        return line, False
 
     def _name_classes(self, class_names: list[str], kinds: frozenset[str]) -> None:
         """Sets the class names of every ClassLabel feature; an error if the features do not
@@ -182,19 +201,25 @@ class BuildRun:
             features[schema.LABELS].feature.names = class_names
             features[schema.LABEL_SEGMENTS].feature["label"].names = class_names
 
-    def _task(self, split, group, dataset, kinds, files, decoder_threads) -> encoding.Task:
+    def _task(self, split, group, dataset, kinds, files, decoder_threads, copies):
         """The task of one video of a split: `group`, the entries naming it; `files`: each
-        video path's (file, size, mtime), as the record found them."""
+        video path's (file, size, mtime, ctime, content), as the record found them; `copies`
+        counts the tasks of the same content and spans so far (each gets a cache entry)."""
         parts = tuple(spans.part_of(e, dataset.ids, kinds) for e in group) if kinds else ()
+        file, *identity = files[group[0].path]
+        same = (identity[3] or file, tuple((part.start, part.end) for part in parts))
+        copies[same] += 1
         return encoding.Task(
             split=split,
             entry=group[0],
             label=dataset.label_id(group[0]),
-            video_path=files[group[0].path][0],
+            video_path=file,
             config=self.config,
             cache_root=str(self.cache_dir),
             decoder_threads=decoder_threads,
             parts=parts,
+            identity=tuple(identity),
+            copy=copies[same] - 1,
         )
 
     def record(self, outcome: encoding.Outcome) -> None:
@@ -255,12 +280,11 @@ class BuildRun:
         """After a build, keeps in the cache of encoded videos only what this build read (what
         an --overwrite rebuild reads back), or removes it if the config does not keep it."""
         if self.cache_dir is not None and self.config.keep_cache:
-            files = provenance.files_by_path(self.built_from)
             keys = [
-                encoding.cache_key(task, files[split][task.entry.path])
-                for split, tasks in self.tasks.items()
+                encoding.cache_key(task)
+                for tasks in self.tasks.values()
                 for task in tasks
-                if files[split][task.entry.path][1] is not None  # found when planned
+                if task.identity[3] is not None  # found and read when planned
             ]
             cache.Cache(self.cache_dir).keep_only(keys)
         elif self.cache_dir is not None:

@@ -3,7 +3,9 @@
 A split is a text manifest (`{path} {label}` a line) while every example of it is a whole
 labelled video, and a JSON Lines one (`{"path": ..., ...}` a line, json.dumps with
 ensure_ascii=False, UTF-8) as soon as one example has more (several labels, a span, segments,
-captions): one file a split, every line of it an object. Paths are absolute in both.
+captions): one file a split, every line of it an object. A video inside the manual dir is
+named relative to it (the folder moves as a whole, and the build's `filename` stays), any
+other by its absolute path.
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ def path_problem(path: str, jsonl: bool = False) -> str | None:
     if not jsonl and (path.splitlines() != [path] or path != path.strip()):
         return "its name has a line break or spaces at an end, which a manifest cannot hold"
     return None
+
+
+def manifest_path(path: str, out: str) -> str:
+    """How a manifest in `out` names the video at `path` (absolute): relative to `out` if the
+    video is inside it, else absolute."""
+    root = os.path.abspath(out)
+    return os.path.relpath(path, root) if path.startswith(root + os.sep) else path
 
 
 def _fields(a: Annotation, path: str, classes: list[str]) -> dict | None:
@@ -76,7 +85,7 @@ def convert(parsed: Parsed, videos: str, out: str) -> Result:
     if any(a.file is None for a in parsed.annotations):
         index = common.VideoIndex(videos)
         notes += index.notes
-    found_by_split = {split: [] for split in SPLIT_FILES}  # split -> [(a, path, fields, line)]
+    found_by_split = {split: [] for split in SPLIT_FILES}  # split -> [(a, named, fields, line)]
     missing, claimed = {}, {}  # missing: an ordered set
     for a in parsed.annotations:
         found = [a.file] if a.file is not None else index.find(a)
@@ -88,14 +97,15 @@ def convert(parsed: Parsed, videos: str, out: str) -> Result:
             continue
         path = found[0] if a.file is None else os.path.abspath(a.file)  # index paths: absolute
         fields = _fields(a, path, parsed.classes)
-        line = None if fields is None else _json_line({"path": path, **fields})
+        named = manifest_path(path, out)
+        line = None if fields is None else _json_line({"path": named, **fields})
         # One file may be several examples of different spans, but one whole video only once.
         key = path if fields is None or "start" not in fields else line
         if key in claimed:
             problems.append(f"{a.where}: {path} is already the video of {claimed[key]}")
             continue
         claimed[key] = a.where
-        found_by_split[a.split].append((a, path, fields, line))
+        found_by_split[a.split].append((a, named, fields, line))
     written, files, details = {}, {}, {}
     for split, examples in found_by_split.items():
         jsonl = any(fields is not None for _, _, fields, _ in examples)
