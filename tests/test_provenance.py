@@ -347,7 +347,8 @@ def test_a_span_note_read_back_from_the_cache_names_the_rebuilds_line(manual, tm
     assert encoded_since(before, data_dir) == 0
     info = tfds.builder(f"video_tfrecords/{NAME}", data_dir=str(data_dir)).info
     (note,) = info.metadata["notes"]
-    assert note["reason"].startswith(f"{moved / 'train.jsonl'}:1: span [0.04 s, 9 s) ends past")
+    assert note["where"] == f"{moved / 'train.jsonl'}:1"
+    assert note["reason"].startswith("span [0.04 s, 9 s) ends past")
     clean = tmp_path / "clean"
     build(moved, clean, keep_cache=False)
     assert_same_dataset(data_dir, clean)
