@@ -19,13 +19,12 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 
+from video_tfrecords.config import RUN_FIELDS  # how a build runs: never a reason to rebuild
 from video_tfrecords.ingest.provenance import VIDEO
 from video_tfrecords.util.text import plural
 
 FEW = 5  # examples of each kind of change a message shows
 VIDEO_1 = VIDEO[:7]  # a video line of a record of format 1 (no ctime, no content)
-# Config fields that change how a build runs, not what it writes: never a reason to rebuild.
-RUN_FIELDS = ("num_workers", "keep_cache")
 # tfds.core.BuilderConfig's own fields: the folder's name and version, and words about it.
 BASE_FIELDS = ("name", "version", "release_notes", "supported_versions", "description", "tags")
 ITEM_CHARS = 60  # a caption longer than this is cut in a message
