@@ -8,6 +8,7 @@ libjpeg-turbo (`decode_np.sample_np`), so a seeded clip equals the one that
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
@@ -223,11 +224,13 @@ class ClipSource:
         stored = self._stored(record_index, seed)
         frames, inputs, first = stored.frames, stored.inputs, 0
         notes = stored.annotations
-        if self.spec.segment and notes is not None and "segment_start" in notes:
-            key = clip_key(backends.NP_OPS, self.spec, frames, seed, inputs.get("fingerprint"))
-            frames, inputs, first = self._in_segment(stored, key)
-        inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
-        plan = decode_np.plan_np(self.spec, frames, seed, boxes=True, **inputs)
+        with _located(stored):
+            if self.spec.segment and notes is not None and "segment_start" in notes:
+                fingerprint = inputs.get("fingerprint")
+                key = clip_key(backends.NP_OPS, self.spec, frames, seed, fingerprint)
+                frames, inputs, first = self._in_segment(stored, key)
+            inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
+            plan = decode_np.plan_np(self.spec, frames, seed, boxes=True, **inputs)
         plan["indices"] = np.where(plan["indices"] >= 0, plan["indices"] + first, -1)
         return plan
 
@@ -237,7 +240,13 @@ class ClipSource:
 
     def _example(self, stored: StoredExample, seed, out=None, audio_out=None) -> dict:
         """The output dict of one record: the sampled clip and the scalar features; with
-        stored annotations, the clip's labels and caption(s) (`clips.labels.annotate`)."""
+        stored annotations, the clip's labels and caption(s) (`clips.labels.annotate`).
+        Errors name the video and its file; a frame or value the stored data should not hold
+        raises CorruptRecordError."""
+        with _located(stored):
+            return self._decoded(stored, seed, out, audio_out)
+
+    def _decoded(self, stored: StoredExample, seed, out, audio_out) -> dict:
         annotated = stored.annotations is not None
         if annotated and seed is None and self.spec.seed is None:
             seed = keys.fresh_seed()  # one draw for the clip and its annotations
@@ -247,14 +256,7 @@ class ClipSource:
             key = clip_key(backends.NP_OPS, self.spec, frames, seed, fingerprint)
         if annotated and self.spec.segment and "segment_start" in stored.annotations:
             frames, inputs, first = self._in_segment(stored, key)
-        try:
-            video = decode_np.sample_np(
-                self.spec, frames, seed, out=out, audio_out=audio_out, **inputs
-            )
-        except CorruptRecordError:
-            raise  # names the video and its file already
-        except ValueError as e:
-            raise ValueError(f"{e} ({stored.where()})") from e
+        video = decode_np.sample_np(self.spec, frames, seed, out=out, audio_out=audio_out, **inputs)
         example = {"label": stored.label, "filename": stored.filename}
         if self.spec.audio:
             video, example["audio"] = video
@@ -291,6 +293,20 @@ class ClipSource:
     def close(self) -> None:
         """Closes the open files (they reopen on the next read)."""
         self.examples.close()
+
+
+@contextlib.contextmanager
+def _located(stored: StoredExample):
+    """Errors raised within name the record and its file (CorruptRecordError kept as such)."""
+    try:
+        yield
+    except CorruptRecordError as e:
+        where = stored.where()
+        if where in str(e):  # (the record's own checks name it already)
+            raise
+        raise CorruptRecordError(f"{e} ({where})") from None
+    except ValueError as e:
+        raise ValueError(f"{e} ({stored.where()})") from e
 
 
 def _text(value):

@@ -47,7 +47,7 @@ def plan_tf(
 
 def sample_tf(
     spec: ClipSpec, frames, seed=None, *, name=None, frame_shape=None, timestamps=None,
-    source_fps=None, audio=None, audio_rate=None,
+    source_fps=None, audio=None, audio_rate=None, frame_size=None,
 ):
     """Samples and decodes clip(s) from a 1-D string tensor of JPEG frames, in a TF graph.
 
@@ -59,7 +59,11 @@ def sample_tf(
             get new but replayable clips every epoch.
         name: optional string (tensor) naming the video in error messages.
         frame_shape: the stored frames' (h, w) when known for every video (e.g.
-            from the TFDS feature): static output shapes and no header read.
+            from the TFDS feature): static output shapes and no header read for the plan.
+        frame_size: the (h, w) this video's frames have (an int tensor: the example's
+            stored `frame_height`, `frame_width`), when known; else the first planned
+            frame's header (every frame's header is checked against it, or
+            `frame_shape`, before any is decoded: `jpeg.frame_problem`).
         timestamps, source_fps: float tensors, each frame's time in seconds,
             else the stored frame rate: needed with `spec.fps` or `spec.audio` only.
         audio, audio_rate: with `spec.audio`, the example's int16 samples [N, C] and rate.
@@ -80,7 +84,7 @@ def sample_tf(
                 layout.out_size = tuple(map(int, layout.out_size))
             layout.ratio = int(layout.ratio)
         with tf.control_dependencies(layout.checks):
-            clips = _decode_tf(spec, frames, layout, name, frame_shape)
+            clips = _decode_tf(spec, frames, layout, name, frame_shape, frame_size)
             if not spec.audio:
                 return clips
             indices = layout.plan["indices"]  # this layout's: a branch may draw its own
@@ -104,8 +108,38 @@ def _with_layout(spec, frames, seed, name, plan_args, use):
     return tf.cond(layout.covers, lambda: use(layout), enlarged)
 
 
-def _decode_tf(spec, frames, layout, name, frame_shape):
-    """Decodes the planned frames, each distinct (frame, box) once."""
+def _checked_headers_tf(ops, frames, wanted, size, name):
+    """A check that the header of each of `frames[wanted]` is one the NumPy path decodes:
+    `jpeg.frame_problem` against `size` (else the first one's size), through one
+    `tf.numpy_function` that sees only the first HEADER_BYTES bytes of each. The first bad
+    one, in plan order, is named."""
+    tf = ops.tf
+    chosen = tf.gather(frames, wanted)
+    heads = tf.strings.substr(chosen, 0, jpeg.HEADER_BYTES)
+    lengths = tf.strings.length(chosen)
+    height, width = (tf.cast(s, tf.int64) for s in (size or (-1, -1)))
+
+    def first_problem(heads, lengths, height, width):
+        size = None if height < 0 else (int(height), int(width))
+        for position, (head, length) in enumerate(zip(heads.tolist(), lengths.tolist())):
+            problem = jpeg.frame_problem(head, size, length)
+            if problem is not None:
+                return np.int64(position), problem.encode()
+            size = size or jpeg.jpeg_size(head)
+        return np.int64(-1), b""
+
+    position, problem = tf.numpy_function(
+        first_problem, [heads, lengths, height, width], [tf.int64, tf.string], stateful=False
+    )
+    bad = tf.gather(wanted, tf.maximum(position, 0))
+    return ops.corrupt(
+        tf.less(position, 0),
+        lambda: ("Frame ", bad, " of video ", *video_label(ops, frames, name), " ", problem, "."),
+    )
+
+
+def _decode_tf(spec, frames, layout, name, frame_shape, frame_size):
+    """Decodes the planned frames, each distinct (frame, box) once, once their headers pass."""
     ops = backends.tf_ops()
     tf = ops.tf
     plan = layout.plan
@@ -123,17 +157,7 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
     else:
         u_frames, inverse = tf.unique(safe)
         u_clips = tf.zeros_like(u_frames)
-    bad = tf.not_equal(tf.gather(tf.strings.substr(frames, 0, 3), u_frames), jpeg.JPEG_MAGIC)
-    valid = ops.check(
-        tf.logical_not(tf.reduce_any(bad)),
-        lambda: (
-            "Frame ",
-            tf.boolean_mask(u_frames, bad)[0],
-            " of video ",
-            *video_label(ops, frames, name),
-            " is not a valid JPEG.",
-        ),
-    )
+    valid = _checked_headers_tf(ops, frames, u_frames, frame_shape or frame_size, name)
 
     def decode_all(ratio):
         def each_position():

@@ -52,7 +52,8 @@ def annotate_tf(
 
     def run(indices, times, key, *values):
         found = dict(zip(names, values))
-        found["text"] = list(found.get("text", []))
+        if "text" in found:
+            found["text"] = list(found["text"])
         found["num_classes"] = num_classes or 0
         out = labels.annotate(spec, found, indices, times, _u64(key))
         results = []
