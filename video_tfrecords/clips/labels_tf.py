@@ -37,12 +37,13 @@ def segment_range_tf(timestamps, segment_start, segment_end, key):
 
 
 def annotate_tf(
-    spec, frames, seed, stored: dict, timestamps, num_classes, *, key, first=0, **plan_inputs
+    spec, frames, seed, stored: dict, example_times, num_classes, *, key, first=0, **plan_inputs
 ) -> dict:
     """{"labels": float32 [(views,) classes]} with `stored` labels; {"caption": tf.string
     [(views)]} or {"captions": tf.string [(views,) n]} with `stored` captions (`labels.annotate`;
     several views' caption lists padded with ""). `frames` are those the clip was sampled from,
-    frame `first` of the example's (`timestamps`); `key`: `example_key`."""
+    frame `first` of the example's (timed `example_times`); `key`: `example_key`;
+    `plan_inputs`: the plan's (`timestamps` of `frames` with `spec.fps`)."""
     frames = tf.convert_to_tensor(frames, tf.string)
     plan = decode_tf.plan_tf(spec, frames, seed, **plan_inputs)
     indices = plan["indices"]
@@ -67,7 +68,7 @@ def annotate_tf(
 
     types = ([tf.float32] if "labels" in stored else []) + ([tf.string] if "text" in stored else [])
     values = [stored[name] for name in names]
-    found = tf.numpy_function(run, [indices, timestamps, key, *values], types)
+    found = tf.numpy_function(run, [indices, example_times, key, *values], types)
     out, views = {}, [spec.num_views] if spec.multi_clip else []
     if "labels" in stored:
         out["labels"] = found.pop(0)
