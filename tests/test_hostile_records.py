@@ -312,3 +312,129 @@ def test_mutated_records_give_a_clip_or_the_packages_error(dataset, tmp_path):
     for name in ("ClipSource 0", "tfds+ClipDecoder"):
         outcomes = {outcome for reader, outcome in readers.results if reader == name}
         assert "ok" in outcomes and len(outcomes) > 1, (name, readers.results)
+
+
+# -- each value, its own error --------------------------------------------------------------------
+
+
+def set_values(name, values):
+    """An example step: feature `name` holds `values` (its kind as it was)."""
+
+    def apply(example):
+        feature = example.features.feature[name]
+        which = feature.WhichOneof("kind")
+        del getattr(feature, which).value[:]
+        getattr(feature, which).value.extend(values)
+
+    return apply
+
+
+def first_video(data, index=0):
+    return hostile.Example.FromString(data[index]).features.feature["filename"].bytes_list.value[0]
+
+
+VALUE_CASES = [  # (mutation of record 0, clip arguments, words of the error)
+    (set_values("label", [2]), {}, "its label is 2, not one of the dataset's 2 classes"),
+    (set_values("labels", [5]), {}, "labels name class 5, not one of its 2 classes"),
+    (set_values("timestamps", [0.0]), {}, "frames but 1 timestamps"),
+    (list_step("value", "timestamps", 0, 3), {}, "timestamps are not times"),  # NaN
+    (list_step("value", "timestamps", 3, 0), {}, "timestamps are not times"),  # -1 s
+    (set_values("span_start", [50.0]), {}, "are outside its span"),
+    (set_values("label_segments/start", [-3.0]), {}, "label segments have times outside"),
+    (set_values("captions/start", [0.5]), {}, "captions have 2 items but 1 starts"),
+    (set_values("fps", [0.0]), {"audio": True}, "its fps is 0.0: not a rate"),
+    (set_values("audio_rate", [10**9]), {"audio": True}, "its audio_rate is 1000000000"),
+    (set_values("audio", [b"\x00\x00" * 10]), {"audio": True}, "its audio is 10 samples at 16000/s"),
+    (set_values("frame_height", [10**6]), {}, "frames are said to be 96x1000000"),
+    (set_values("frame_height", [30000]), {}, "is 96x64, but its video's frames are 96x30000"),
+    (set_values("frame_width", [95]), {}, "Frame 4 of video"),  # the frames disagree with it
+    (list_step("kind", "label", 0, 0), {}, "its label holds bytes, where the dataset stores int"),
+    (list_step("kind", "filename", 2, 1), {}, "its filename holds int, where the dataset st"),
+]
+
+
+@pytest.mark.parametrize("mutation, clip, words", VALUE_CASES)
+def test_each_value_a_reader_takes_is_checked(dataset, tmp_path, mutation, clip, words):
+    folder, data, _ = dataset
+    record, _ = mutated(data[0], [mutation], [], None)
+    shard = hostile.records(hostile.shards(folder)[0])
+    copy = hostile.copy_with(folder, tmp_path / "copy", {0: [record, *shard[1:]]})
+    source = ClipSource("train", dataset_dir=copy, num_frames=2, mode="center", seed=SEED, **clip)
+    with pytest.raises(CorruptRecordError) as error:
+        source[0]
+    message = str(error.value)
+    assert words in message and "record 0 of" in message, message
+    if "filename" not in words:
+        assert f"`{first_video(data).decode()}`" in message, message
+
+
+# -- the dataset's own files ----------------------------------------------------------------------
+
+
+def edit_json(path, edit):
+    value = json.load(open(path))
+    json.dump(edit(value), open(path, "w"))
+
+
+def split_lengths(lengths):
+    def edit(info):
+        info["splits"][0]["shardLengths"] = lengths
+        return info
+
+    return edit
+
+
+def feature_shape(name, dims):
+    def edit(features):
+        feature = features["featuresDict"]["features"][name]
+        (feature.get("video") or feature["tensor"])["shape"]["dimensions"] = dims
+        return features
+
+    return edit
+
+
+FILE_CASES = [  # (file, edit of its JSON or None for bytes, what the error says)
+    ("dataset_info.json", split_lengths(["abc"]), "shardLengths[0] is 'abc', not a count"),
+    ("dataset_info.json", split_lengths([-1]), "shardLengths[0] is -1"),
+    ("dataset_info.json", split_lengths(["99999999"]), "holds 99999999 records: more than its"),
+    ("dataset_info.json", lambda info: {**info, "splits": {"a": 1}}, "splits is not a list"),
+    ("dataset_info.json", lambda info: [info], "holds a JSON list, not an object"),
+    ("features.json", feature_shape("video", ["-1", "30000", "30000", "3"]), "of a frame size"),
+    ("features.json", feature_shape("timestamps", ["x"]), "has the shape ['x']"),
+    ("features.json", lambda f: {"featuresDict": {"features": [1]}}, "not an object of feat"),
+    ("label.labels.txt", b"\xff\xfe\n", "is not UTF-8 text"),
+    ("label.labels.txt", 300 << 20, "more than the 268435456"),  # a sparse file
+    ("built_from.json", lambda value: [value], "holds a JSON list"),
+    ("built_from.json", b"{", "Cannot read"),
+    ("metadata.json", lambda value: {"skipped": "all"}, "skipped is not a list"),
+]
+
+
+@pytest.mark.parametrize("name, edit, words", FILE_CASES)
+def test_the_datasets_own_files_are_checked_as_read(dataset, tmp_path, name, edit, words):
+    from video_tfrecords.records import dataset_files
+
+    folder = shutil.copytree(dataset[0], tmp_path / "copy")
+    path = folder / name
+    if isinstance(edit, bytes):
+        path.write_bytes(edit)
+    elif isinstance(edit, int):
+        with open(path, "wb") as f:
+            f.truncate(edit)
+    else:
+        edit_json(path, edit)
+    with pytest.raises(CorruptRecordError) as error:
+        ClipSource("train", dataset_dir=folder, num_frames=2).built_from  # noqa: B018
+        dataset_files.read_metadata(str(folder))
+    assert words in str(error.value) and str(path if "records" not in words else folder) in str(
+        error.value
+    ), str(error.value)
+
+
+def test_the_default_config_file_is_checked(tmp_path):
+    from video_tfrecords.records import dataset_files
+
+    (tmp_path / ".config").mkdir()
+    (tmp_path / ".config" / "metadata.json").write_text('{"default_config_name": 5}')
+    with pytest.raises(CorruptRecordError, match="default_config_name is 5, not a name"):
+        dataset_files.default_config("not_a_registered_dataset", str(tmp_path))

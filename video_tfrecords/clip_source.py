@@ -297,16 +297,17 @@ class ClipSource:
 
 @contextlib.contextmanager
 def _located(stored: StoredExample):
-    """Errors raised within name the record and its file (CorruptRecordError kept as such)."""
+    """Errors raised within name the video, the record and its file (CorruptRecordError kept as
+    such)."""
     try:
         yield
-    except CorruptRecordError as e:
-        where = stored.where()
+    except ValueError as e:
+        where, video = stored.where(), f"`{stored.filename}`"
         if where in str(e):  # (the record's own checks name it already)
             raise
-        raise CorruptRecordError(f"{e} ({where})") from None
-    except ValueError as e:
-        raise ValueError(f"{e} ({stored.where()})") from e
+        where = where if video in str(e) else f"video {video}, {where}"
+        kind = CorruptRecordError if isinstance(e, CorruptRecordError) else ValueError
+        raise kind(f"{e} ({where})") from (None if kind is CorruptRecordError else e)
 
 
 def _text(value):

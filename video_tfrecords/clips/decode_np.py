@@ -18,8 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from video_tfrecords.clips import audio as clip_audio
-from video_tfrecords.clips import backends, buffers
-from video_tfrecords.clips.jpeg import decode_rgb
+from video_tfrecords.clips import backends, buffers, jpeg
 from video_tfrecords.clips.plan import checked_plan, stored_boxes, video_label
 from video_tfrecords.clips.resize import area_resize, resize_box
 from video_tfrecords.clips.spec import ClipSpec
@@ -123,8 +122,8 @@ def sample_np(
     flips = plan["flip"].tolist()
     ratio = int(layout.ratio)
     # The size every frame has (the stored one, else the first planned frame's), and decodes to.
-    stored_size = tuple(int(s) for s in layout.frame_size)
-    decoded_size = tuple(-(-s // ratio) for s in stored_size)
+    headers = jpeg.Headers(layout.frame_size)
+    decoded_size = tuple(-(-s // ratio) for s in headers.size)
     resized = size != decoded_size and boxes is None  # whole frames are resized
     whole = not resized and boxes is None and (box_h, box_w) == size  # a frame fills its slot
     scratch = None  # one decoded frame when it cannot go straight to its slot
@@ -136,7 +135,7 @@ def sample_np(
             scratch = np.empty((*decoded_size, 3), np.uint8) if scratch is None else scratch
             target = scratch
         where = lambda i=i: f"Frame {i} of video {label()}"
-        image = decode_rgb(frames[i], ratio, target, where, stored_size)
+        image = jpeg.decode_rgb(frames[i], ratio, target, where, headers)
         if resized:
             image = area_resize(image, *size)
         for c, t in positions[1:] if in_place else positions:

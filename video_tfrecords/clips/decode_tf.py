@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from video_tfrecords.clips import audio as clip_audio
-from video_tfrecords.clips import backends, buffers, geometry, jpeg
+from video_tfrecords.clips import backends, buffers, geometry, jpeg_tf
 from video_tfrecords.clips.plan import checked_plan, video_label
 from video_tfrecords.clips.resize import resize_box
 from video_tfrecords.clips.spec import ClipSpec
@@ -63,7 +63,7 @@ def sample_tf(
         frame_size: the (h, w) this video's frames have (an int tensor: the example's
             stored `frame_height`, `frame_width`), when known; else the first planned
             frame's header (every frame's header is checked against it, or
-            `frame_shape`, before any is decoded: `jpeg.frame_problem`).
+            `frame_shape`, before any is decoded: `jpeg_tf.checked_headers`).
         timestamps, source_fps: float tensors, each frame's time in seconds,
             else the stored frame rate: needed with `spec.fps` or `spec.audio` only.
         audio, audio_rate: with `spec.audio`, the example's int16 samples [N, C] and rate.
@@ -108,36 +108,6 @@ def _with_layout(spec, frames, seed, name, plan_args, use):
     return tf.cond(layout.covers, lambda: use(layout), enlarged)
 
 
-def _checked_headers_tf(ops, frames, wanted, size, name):
-    """A check that the header of each of `frames[wanted]` is one the NumPy path decodes:
-    `jpeg.frame_problem` against `size` (else the first one's size), through one
-    `tf.numpy_function` that sees only the first HEADER_BYTES bytes of each. The first bad
-    one, in plan order, is named."""
-    tf = ops.tf
-    chosen = tf.gather(frames, wanted)
-    heads = tf.strings.substr(chosen, 0, jpeg.HEADER_BYTES)
-    lengths = tf.strings.length(chosen)
-    height, width = (tf.cast(s, tf.int64) for s in (size or (-1, -1)))
-
-    def first_problem(heads, lengths, height, width):
-        size = None if height < 0 else (int(height), int(width))
-        for position, (head, length) in enumerate(zip(heads.tolist(), lengths.tolist())):
-            problem = jpeg.frame_problem(head, size, length)
-            if problem is not None:
-                return np.int64(position), problem.encode()
-            size = size or jpeg.jpeg_size(head)
-        return np.int64(-1), b""
-
-    position, problem = tf.numpy_function(
-        first_problem, [heads, lengths, height, width], [tf.int64, tf.string], stateful=False
-    )
-    bad = tf.gather(wanted, tf.maximum(position, 0))
-    return ops.corrupt(
-        tf.less(position, 0),
-        lambda: ("Frame ", bad, " of video ", *video_label(ops, frames, name), " ", problem, "."),
-    )
-
-
 def _decode_tf(spec, frames, layout, name, frame_shape, frame_size):
     """Decodes the planned frames, each distinct (frame, box) once, once their headers pass."""
     ops = backends.tf_ops()
@@ -157,7 +127,7 @@ def _decode_tf(spec, frames, layout, name, frame_shape, frame_size):
     else:
         u_frames, inverse = tf.unique(safe)
         u_clips = tf.zeros_like(u_frames)
-    valid = _checked_headers_tf(ops, frames, u_frames, frame_shape or frame_size, name)
+    valid = jpeg_tf.checked_headers(ops, frames, u_frames, frame_shape or frame_size, name)
 
     def decode_all(ratio):
         def each_position():

@@ -22,6 +22,7 @@ from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = [
     "HEADER_BYTES",
+    "Headers",
     "JPEG_MAGIC",
     "MAX_PIXELS",
     "decode_rgb",
@@ -47,9 +48,10 @@ _SEQUENTIAL = (0xC0, 0xC1)  # baseline and extended sequential, Huffman-coded: w
 _KINDS = {0xC2: "progressive", 0xC3: "lossless", 0xC6: "progressive", 0xC7: "lossless"}
 
 
-def read_header(data) -> tuple[int, int, int, int, int] | None:
-    """(marker, precision, height, width, components) of the start-of-frame header within the
-    first HEADER_BYTES bytes, or None if there is none (not a JPEG, or malformed)."""
+def read_header(data) -> tuple[int, int, int, int, int, int] | None:
+    """(marker, precision, height, width, components, where the header ends) of the
+    start-of-frame header within the first HEADER_BYTES bytes, or None if there is none (not a
+    JPEG, or malformed)."""
     view = memoryview(data).cast("B")[:HEADER_BYTES]
     end = len(view)
     if bytes(view[:3]) != JPEG_MAGIC:
@@ -70,7 +72,8 @@ def read_header(data) -> tuple[int, int, int, int, int] | None:
                 return None
             height = view[pos + 5] << 8 | view[pos + 6]
             width = view[pos + 7] << 8 | view[pos + 8]
-            return marker, view[pos + 4], height, width, components
+            end = pos + 10 + 3 * components
+            return marker, view[pos + 4], height, width, components, end
         if marker in (0xD9, 0xDA):  # end of image, start of scan: no size before them
             return None
         pos += 2 + (view[pos + 2] << 8 | view[pos + 3])
@@ -95,7 +98,7 @@ def frame_problem(data, size=None, length: int | None = None) -> str | None:
         if bytes(memoryview(data).cast("B")[:3]) != JPEG_MAGIC:
             return "is not a valid JPEG"
         return f"is not a valid JPEG (no start-of-frame header in its first {HEADER_BYTES} bytes)"
-    marker, precision, height, width, components = header
+    marker, precision, height, width, components, _ = header
     if marker not in _SEQUENTIAL:
         kind = _KINDS.get(marker, "hierarchical" if marker in (0xC5, 0xCD) else "arithmetic-coded")
         return f"is a {kind} JPEG (marker 0x{marker:02X}): the build writes baseline JPEGs only"
@@ -108,9 +111,40 @@ def frame_problem(data, size=None, length: int | None = None) -> str | None:
     if not 0 < height * width <= MAX_PIXELS:
         return f"claims {width}x{height} pixels: a stored frame has 1 to {MAX_PIXELS} of them"
     length = len(memoryview(data).cast("B")) if length is None else int(length)
+    return _too_short(length, height, width)
+
+
+def _too_short(length: int, height: int, width: int) -> str | None:
     if length * PIXELS_PER_BYTE < height * width:
         return f"is {length} bytes: too few to hold {width}x{height} pixels"
     return None
+
+
+class Headers:
+    """`frame_problem` for each frame of one video, at the cost of a byte comparison for all
+    but the first: the build writes every frame of a video with one encoder, size and quality,
+    so its bytes up to the end of the start-of-frame header are the same in every frame. A
+    frame whose bytes there equal the first passing frame's gets its verdict (its length
+    checked on its own); any other is checked in full. `size`: the (height, width) every frame
+    must have, else the first frame's."""
+
+    def __init__(self, size=None):
+        self.size = None if size is None else tuple(int(s) for s in size)
+        self._prefix: bytes | None = None
+
+    def problem(self, data, length: int | None = None) -> str | None:
+        """What is wrong with a frame's header (`frame_problem`'s words), or None. `data`: the
+        frame, or at least its first HEADER_BYTES bytes; `length`: its whole length."""
+        view = memoryview(data).cast("B")
+        length = len(view) if length is None else int(length)
+        prefix = self._prefix
+        if prefix is not None and bytes(view[: len(prefix)]) == prefix:
+            return _too_short(length, *self.size)
+        problem = frame_problem(view, self.size, length)
+        if problem is None and prefix is None:
+            _, _, height, width, _, end = read_header(view)
+            self.size, self._prefix = (height, width), bytes(view[:end])
+        return problem
 
 
 def is_whole_jpeg(buffer: np.ndarray) -> bool:
@@ -127,23 +161,24 @@ def is_whole_jpeg(buffer: np.ndarray) -> bool:
     return tail.rfind(b"\xff\xd9") >= 0
 
 
-def decode_rgb(data, ratio: int, out: np.ndarray, where, size) -> np.ndarray:
+def decode_rgb(data, ratio: int, out: np.ndarray, where, headers: Headers) -> np.ndarray:
     """Decodes JPEG bytes at 1/`ratio` scale into `out` (uint8 RGB [h, w, 3]), returning it.
 
     libjpeg-turbo through simplejpeg: the accurate integer IDCT, fancy
     upsampling and DCT scaling as in TensorFlow's `decode_jpeg(ratio=...)`
     (equal pixels), EXIF orientation ignored as TensorFlow does, and straight
     into `out`, the clip's own memory where it can be. The header is checked
-    first (`frame_problem`: `size` is the (height, width) every frame of the video
-    has); `where()` names the frame in errors: a frame that fails the check,
-    is cut short or does not decode raises CorruptRecordError.
+    first (`headers`: the video's, and the size every frame of it has); `where()`
+    names the frame in errors: a frame that fails the check, is cut short or
+    does not decode raises CorruptRecordError.
     """
-    problem = frame_problem(data, size)
+    problem = headers.problem(data)
     if problem is not None:
         raise CorruptRecordError(f"{where()} {problem}.")
     buffer = np.frombuffer(data, np.uint8)
     if not is_whole_jpeg(buffer):
         raise CorruptRecordError(f"{where()} is not a valid JPEG (no end-of-image marker).")
+    size = headers.size
     found = (-(-size[0] // ratio), -(-size[1] // ratio))
     if found != out.shape[:2]:  # the caller's slot is of the video's decoded size
         raise ValueError(f"{where()} decodes to {found[1]}x{found[0]}, not {out.shape[1]}x"
