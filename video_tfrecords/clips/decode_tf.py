@@ -127,7 +127,8 @@ def _decode_tf(spec, frames, layout, name, frame_shape, frame_size):
     else:
         u_frames, inverse = tf.unique(safe)
         u_clips = tf.zeros_like(u_frames)
-    valid = jpeg_tf.checked_headers(ops, frames, u_frames, frame_shape or frame_size, name)
+    chosen = tf.gather(frames, safe)  # each position's frame: checked, then decoded
+    valid = jpeg_tf.checked_headers(ops, frames, safe, frame_shape or frame_size, name, chosen)
 
     def decode_all(ratio):
         def each_position():
@@ -136,9 +137,9 @@ def _decode_tf(spec, frames, layout, name, frame_shape, frame_size):
             # with no while loop and no gather of decoded frames. (Inputs of
             # static size n: Grappler may run this branch's unstack ops early.)
             if layout.boxes is not None:
-                return _resized_boxes_tf(spec, layout, tf.gather(frames, safe), ratio)
+                return _resized_boxes_tf(spec, layout, chosen, ratio)
             inputs, decode, _ = _frame_decoder_tf(spec, layout, clip_of, ratio)
-            columns = [tf.unstack(x, num=n) for x in (tf.gather(frames, safe), *inputs)]
+            columns = [tf.unstack(x, num=n) for x in (chosen, *inputs)]
             return tf.stack([decode(*row) for row in zip(*columns)])
 
         def each_distinct():

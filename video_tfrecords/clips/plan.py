@@ -161,14 +161,10 @@ def checked_plan(
     """
     length = ops.num_frames(frames)
     label = lambda: video_label(ops, frames, name)
-    checks = [ops.corrupt(length > 0, lambda: ("Video ", *label(), " has no frames."))]
-    checks.append(
-        ops.corrupt(
-            length <= MAX_FRAMES,
-            lambda: ("Video ", *label(), " has ", length, " frames: a stored example has at "
-                     f"most {MAX_FRAMES}."),
-        )  # fmt: skip
-    )
+    counted = lambda: (
+        "Video ", *label(), " has ", length, f" frames: a stored example has 1 to {MAX_FRAMES}."
+    )  # fmt: skip
+    checks = [ops.corrupt(ops.logical_and(length > 0, length <= MAX_FRAMES), counted)]
     times = _checked_times(ops, spec, frames, timestamps, source_fps, label, checks)
     if times is not None:
         units = ops.after(checks, lambda: sampling.tick_count(ops, times, spec.fps))
