@@ -1,5 +1,6 @@
 """A frame whose header claims a huge size (issue 49): refused by every reader before a byte of
-its pixels is allocated, in under a second and 300 MB, naming the file, record, video, frame.
+its pixels is allocated, in under a second of CPU and 300 MB, naming the file, record, video
+and frame.
 
 The hostile copies are written with protobuf and google-crc32c (`hostile`): every checksum
 passes. The references: the frame's own header bytes (set here), the JPEG spec's markers, and

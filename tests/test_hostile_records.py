@@ -7,8 +7,8 @@ features of another kind, swapped or dropped, record lengths that lie. Every che
 recomputed (`hostile`), so only what the values are can tell. Each mutated record is read on
 ClipSource (two clip recipes) and on the TF path (TFDS's parser with ClipDecoder, and with
 `decode_features`): each read gives a clip or the package's error (CorruptRecordError; on the
-TF path TensorFlow's InvalidArgumentError, the one type a graph raises), within a second and
-300 MB of resident memory over the reader's own, and never crashes the process.
+TF path TensorFlow's InvalidArgumentError, the one type a graph raises), within a second of CPU
+and 300 MB of resident memory over the reader's own, and never crashes the process.
 """
 
 import collections
