@@ -5,8 +5,8 @@ Hypothesis: bit flips and truncations of the record or of a frame, frame headers
 other sizes and encodings, lists made longer, shorter or empty, values set to extremes,
 features of another kind, swapped or dropped, record lengths that lie. Every checksum is
 recomputed (`hostile`), so only what the values are can tell. Each mutated record is read on
-ClipSource (two clip recipes) and on the TF path (TFDS's parser with ClipDecoder, and with
-`decode_features`): each read gives a clip or the package's error (CorruptRecordError; on the
+ClipSource (two clip recipes), on the TF path (TFDS's parser with ClipDecoder, and with
+`decode_features`) and by `show report`'s record reader: each read gives a clip or the package's error (CorruptRecordError; on the
 TF path TensorFlow's InvalidArgumentError, the one type a graph raises), within a second of CPU
 and 300 MB of resident memory over the reader's own, and never crashes the process.
 """
@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import hostile
 import videos
 from video_tfrecords import ClipDecoder, ClipSource, EncodedFrames, VideoConfig
+from video_tfrecords.show.stored import SplitRecords
 from video_tfrecords.util.errors import CorruptRecordError
 from video_tfrecords.video_tfrecords_dataset_builder import Builder  # noqa: F401 (registers it)
 
@@ -38,7 +39,7 @@ SOURCE_CLIPS = [  # the recipes' reads: crops, scales, audio, labels, a segment;
     {"num_frames": 3, "num_clips": 2, "mode": "uniform", "fps": 12.5, "captions": "all",
      "segment": True},
 ]  # fmt: skip
-MUTATED_EXAMPLES = 260  # x 4 reads: over 1,000 mutated reads, about a minute here
+MUTATED_EXAMPLES = 220  # x 5 reads: over 1,000 mutated reads, about a minute here
 SECONDS, MEGABYTES = 1.0, 300
 FLOATS = [math.nan, math.inf, -math.inf, -1.0, 0.0, 1e-30, 1e30, 3.0e38, 1e6 + 1, 0.5]
 INTS = [-1, 0, 1, 3, 2**31 - 1, 2**63 - 1, -(2**63), 65536, 30000]
@@ -123,6 +124,8 @@ class Readers:
         for name, read in self.tf_readers.items():
             read_record = lambda: read(tf.constant(record))
             self.check(name, read_record, tf_error, start_up)
+        records = SplitRecords(self.root, "train")  # `show report`'s reader of what is stored
+        self.check("show report", lambda: records.video(0), corrupt_record_error, start_up)
 
     def check(self, name: str, read, allowed, start_up: bool) -> None:
         _, error, seconds, megabytes = hostile.measured(read)

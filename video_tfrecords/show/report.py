@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import os
 import re
 
@@ -69,12 +68,8 @@ def reason_kind(reason: str) -> list[str]:
 
 
 def _metadata(dataset_dir: str) -> dict:
-    """metadata.json (what the build wrote into info.metadata); empty if there is none."""
-    path = os.path.join(dataset_dir, "metadata.json")
-    if not os.path.isfile(path):
-        return {}
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    """metadata.json (what the build wrote into info.metadata), checked; empty if there is none."""
+    return dataset_files.read_metadata(dataset_dir)
 
 
 def _split_report(dataset_dir, info: dict, split: dict, metadata: dict, limit, progress):

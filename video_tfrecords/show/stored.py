@@ -11,7 +11,14 @@ import dataclasses
 import numpy as np
 
 from video_tfrecords.clips import jpeg
-from video_tfrecords.records import dataset_files, example_parser, schema, shard_reader
+from video_tfrecords.records import (
+    dataset_files,
+    example_parser,
+    example_values,
+    schema,
+    shard_reader,
+)
+from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = ["SplitRecords", "StoredVideo"]
 
@@ -39,11 +46,6 @@ class StoredVideo:
         return float(self.times[-1] - self.times[0]) + period
 
 
-def _first(parsed: dict, name: str, default=None):
-    values = parsed.get(name)
-    return values[0] if values is not None and len(values) else default
-
-
 class SplitRecords:
     """The records of one split of a prepared dataset folder, by index."""
 
@@ -55,31 +57,35 @@ class SplitRecords:
         return len(self.reader)
 
     def video(self, index: int) -> StoredVideo:
-        """Record `index` of the split (an error names its file if it is not an Example)."""
+        """Record `index` of the split; a CorruptRecordError names its file if it is not an
+        Example or holds values of the wrong kind (`example_values`)."""
         record = self.reader.read(index)
+        where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
         try:
             parsed = example_parser.parse_example(record)
         except ValueError as e:
-            raise ValueError(f"{self.reader.where(index)}, split {self.split!r}: {e}") from e
-        frames = parsed.get(schema.VIDEO) or ()
-        fps = _first(parsed, schema.FPS)
+            raise CorruptRecordError(f"{where()}: {e}") from e
+        values = example_values.Values(parsed, where)
+        frames = values.list(schema.VIDEO, "bytes") or ()
+        fps = values.one(schema.FPS, "float")
         fps = float(fps) if fps else None
-        stamps = parsed.get(schema.TIMESTAMPS)
+        stamps = values.list(schema.TIMESTAMPS, "float")
         if stamps is not None and len(stamps) == len(frames):
             times = np.asarray(stamps, np.float64)
         else:
             times = np.arange(len(frames), dtype=np.float64) / (fps or 1.0)
-        name = _first(parsed, schema.FILENAME, b"")
+        label, segment = values.one(schema.LABEL, "int"), values.one(schema.SEGMENT, "int")
+        has_audio = values.one("has_audio", "int")
         return StoredVideo(
-            label=int(_first(parsed, schema.LABEL, -1)),
-            filename=bytes(name).decode("utf-8", "replace"),
+            label=-1 if label is None else label,
+            filename=values.text(schema.FILENAME) or "",
             num_frames=len(frames),
             times=times,
             fps=fps,
             frame_size=jpeg.jpeg_size(frames[0]) if len(frames) else None,
-            segment=int(_first(parsed, schema.SEGMENT, 0)),
+            segment=segment or 0,
             record_bytes=len(memoryview(record).cast("B")),
-            has_audio=None if "has_audio" not in parsed else bool(_first(parsed, "has_audio")),
+            has_audio=None if "has_audio" not in parsed else bool(has_audio),
         )
 
     def close(self) -> None:
