@@ -29,7 +29,8 @@ def masked_crc(data: bytes) -> int:
 def framed(data: bytes) -> bytes:
     """One TFRecord record: its length, the length's masked CRC, the data, the data's."""
     length = struct.pack("<Q", len(data))
-    return length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data))
+    checksum = struct.pack("<I", masked_crc(data))
+    return length + struct.pack("<I", masked_crc(length)) + data + checksum
 
 
 def records(path) -> list[bytes]:

@@ -6,9 +6,10 @@ other sizes and encodings, lists made longer, shorter or empty, values set to ex
 features of another kind, swapped or dropped, record lengths that lie. Every checksum is
 recomputed (`hostile`), so only what the values are can tell. Each mutated record is read on
 ClipSource (two clip recipes), on the TF path (TFDS's parser with ClipDecoder, and with
-`decode_features`) and by `show report`'s record reader: each read gives a clip or the package's error (CorruptRecordError; on the
-TF path TensorFlow's InvalidArgumentError, the one type a graph raises), within a second of CPU
-and 300 MB of resident memory over the reader's own, and never crashes the process.
+`decode_features`) and by `show report`'s record reader: each read gives a clip or the
+package's error (CorruptRecordError; on the TF path TensorFlow's InvalidArgumentError, the one
+type a graph raises), within a second of CPU and 300 MB of resident memory over the reader's
+own, and never crashes the process.
 """
 
 import collections
@@ -347,7 +348,7 @@ VALUE_CASES = [  # (mutation of record 0, clip arguments, words of the error)
     (set_values("captions/start", [0.5]), {}, "captions have 2 items but 1 starts"),
     (set_values("fps", [0.0]), {"audio": True}, "its fps is 0.0: not a rate"),
     (set_values("audio_rate", [10**9]), {"audio": True}, "its audio_rate is 1000000000"),
-    (set_values("audio", [b"\x00\x00" * 10]), {"audio": True}, "its audio is 10 samples at 16000/s"),
+    (set_values("audio", [b"\x00\x00" * 10]), {"audio": True}, "audio is 10 samples at 16000/s"),
     (set_values("frame_height", [10**6]), {}, "frames are said to be 96x1000000"),
     (set_values("frame_height", [30000]), {}, "is 96x64, but its video's frames are 96x30000"),
     (set_values("frame_width", [95]), {}, "Frame 4 of video"),  # the frames disagree with it
@@ -401,6 +402,8 @@ FILE_CASES = [  # (file, edit of its JSON or None for bytes, what the error says
     ("dataset_info.json", split_lengths([-1]), "shardLengths[0] is -1"),
     ("dataset_info.json", split_lengths(["99999999"]), "holds 99999999 records: more than its"),
     ("dataset_info.json", lambda info: {**info, "splits": {"a": 1}}, "splits is not a list"),
+    ("dataset_info.json", lambda info: {**info, "splits": [{**info["splits"][0], "numBytes": "-"}]},
+     "splits[0].numBytes is '-', not a count"),
     ("dataset_info.json", lambda info: [info], "holds a JSON list, not an object"),
     ("features.json", feature_shape("video", ["-1", "30000", "30000", "3"]), "of a frame size"),
     ("features.json", feature_shape("timestamps", ["x"]), "has the shape ['x']"),
@@ -441,3 +444,25 @@ def test_the_default_config_file_is_checked(tmp_path):
     (tmp_path / ".config" / "metadata.json").write_text('{"default_config_name": 5}')
     with pytest.raises(CorruptRecordError, match="default_config_name is 5, not a name"):
         dataset_files.default_config("not_a_registered_dataset", str(tmp_path))
+
+
+def test_a_record_of_many_frames_is_checked_whole_on_its_first_read(dataset, tmp_path):
+    """Past 4,096 frames a record's first read checks its CRC32C over all its bytes (folding in
+    a checksum a frame would cost a Python step each): damage outside the frames is caught."""
+    folder, data, _ = dataset
+    example = hostile.Example.FromString(data[0])
+    frames = frames_of(example)
+    frames.extend([frames[0]] * 5000)
+    stamps = example.features.feature["timestamps"].float_list.value
+    stamps.extend([stamps[-1]] * 5000)  # (times may repeat, not go back)
+    record = hostile.with_frame_checksums(example).SerializeToString()
+    copy = hostile.copy_with(folder, tmp_path / "many", {0: [record]})
+    source = ClipSource("train", dataset_dir=copy, num_frames=2, mode="center")
+    assert source[0]["video"].shape[0] == 2
+    name = first_video(data)
+    damaged = record.replace(name, name[:-1] + b"X")  # the filename, outside the frames
+    stale = hostile.framed(record)  # its data CRC is the undamaged record's
+    with open(hostile.shards(copy)[0], "wb") as f:  # (a fresh source maps the file anew)
+        f.write(stale[:12] + damaged + stale[-4:])
+    with pytest.raises(CorruptRecordError, match="corrupt outside its frames"):
+        ClipSource("train", dataset_dir=copy, num_frames=2, mode="center")[0]

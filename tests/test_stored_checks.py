@@ -82,7 +82,7 @@ def test_a_frame_of_another_size_than_the_stored_one_is_refused():
     for side in (16, 30000, 65535):
         lying = hostile.set_size(frames[1], side, side)
         for message in refusals([frames[0], lying, frames[2]]):
-            assert f"Frame 1 of video `v.mp4` is {side}x{side}, but its video's frames are" in message
+            assert f"Frame 1 of video `v.mp4` is {side}x{side}, but its video's frames" in message
 
 
 def test_a_pixel_cap_bounds_a_size_no_stored_size_contradicts():

@@ -62,8 +62,12 @@ class ClipSource:
     checksums) and the frames' stored checksums, without reading the frames.
     Older datasets: each record's CRC32C over all its bytes on its first read
     in the process. A pickled copy (a worker's) checks again; a forked one
-    keeps its parent's checks. array_record: its own hashes on every read. The
-    JPEG structure of every decoded frame on every read. TFRecord shards are
+    keeps its parent's checks. array_record: its own hashes on every read. On
+    every read, each value taken from the record (its kind, count and range) and
+    every decoded frame's JPEG header before it is decoded (the size its example
+    stores, the build's encoding, at most 8192 x 8192 pixels): a dataset whose
+    checksums were recomputed after damage, or written by anyone, raises
+    CorruptRecordError, never a large allocation. TFRecord shards are
     memory-mapped: they must not be rewritten while a source has them open.
     """
 

@@ -17,7 +17,8 @@ from video_tfrecords.clips import backends, boxes, geometry, jpeg, keys, samplin
 from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = [
-    "MAX_FRAMES", "Layout", "checked_plan", "clip_key", "frame_geometry", "resizes_boxes", "stored_boxes",
+    "MAX_FRAMES", "Layout", "checked_plan", "clip_key", "frame_geometry", "resizes_boxes",
+    "stored_boxes",
     "video_label",
 ]  # fmt: skip
 

@@ -201,6 +201,7 @@ def read_info(dataset_dir: str) -> dict:
             raise CorruptRecordError(f"{path}: {where}.shardLengths is not a list of shards.")
         for shard, length in enumerate(lengths):
             _count(length, path, f"{where}.shardLengths[{shard}]", MAX_SHARD_RECORDS)
+        _count(split.get("numBytes", 0), path, f"{where}.numBytes", 1 << 62)
     return info
 
 
