@@ -181,8 +181,8 @@ def test_decode_features_names_the_video_and_the_record(variable, tmp_path):
         assert name in message, message[:2000]
 
 
-@pytest.mark.parametrize("config", ["variable", "old"])
-def test_clip_dataset_refuses_it(config, request, tmp_path):
+@pytest.mark.parametrize("config, side", [("variable", 60000), ("old", 30000)])
+def test_clip_dataset_refuses_it(config, side, request, tmp_path):
     builder = request.getfixturevalue(config)
     name = builder.builder_config.name
 
@@ -193,7 +193,7 @@ def test_clip_dataset_refuses_it(config, request, tmp_path):
         )  # fmt: skip
 
     read_all(pipeline(builder.data_dir_root))  # TF's start-up
-    _, video = with_bomb(builder, tmp_path, 30000, 5)
+    _, video = with_bomb(builder, tmp_path, side, 5)
     _, error, seconds, megabytes = measured_pipeline(pipeline(tmp_path))
     assert isinstance(error, tf.errors.InvalidArgumentError), error
     assert_refused(error, seconds, megabytes, "CorruptRecordError: Frame 5 ", video, "record 0 of")

@@ -156,7 +156,7 @@ _RULES = {
     "num_frames": ("a positive int or None", _or_none(_positive_int)),
     "jpeg_quality": ("an int from 1 to 100", lambda v: is_int(v) and 1 <= v <= 100),
     "segment_frames": (
-        f"a positive int up to {MAX_FRAMES} or None",
+        f"a positive int or None (at most {MAX_FRAMES}: what readers take)",
         _or_none(lambda v: _positive_int(v) and v <= MAX_FRAMES),
     ),
     "strict": ("true or false", _bool),
