@@ -29,6 +29,7 @@ BENCHMARKS = {  # name: script
     "imports": "import_cost.py",
     "span": "span_cost.py",
     "rebuild": "rebuild.py",
+    "checks": "check_cost.py",
 }
 
 

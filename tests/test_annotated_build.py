@@ -113,7 +113,7 @@ def test_the_features_store_what_the_manifests_annotate(annotated):
         assert name in features, name
     assert features["label"].names == ["close", "open"]
     assert features[schema.LABELS].feature.names == ["close", "open"]
-    assert str(annotated.info.version) == "2.4.0"
+    assert str(annotated.info.version) == schema.DATASET_VERSION
 
 
 def test_a_whole_video_keeps_its_labels_segments_and_captions(annotated):

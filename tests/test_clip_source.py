@@ -6,6 +6,7 @@ for a dataset of the old (1.0.0) layout.
 """
 
 import os
+import pathlib
 import pickle
 import shutil
 import struct
@@ -596,10 +597,21 @@ def test_record_count_must_match_dataset_info(tfrecord, tmp_path):
     folder = copy_dataset(tfrecord, tmp_path)
     source = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
     shard = folder / os.path.basename(source.reader.shards.paths[-1])
-    shard.write_bytes(b"")
+    assert source.reader.shards.lengths[-1] == 2
+    shard.write_bytes(first_record_whole(shard))  # one record of two
     fresh = ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
-    with pytest.raises(CorruptRecordError, match="holds 0 records"):
+    with pytest.raises(CorruptRecordError, match="holds 1 records, but dataset_info.json says 2"):
         fresh[len(fresh) - 1]
+    shard.write_bytes(b"")  # too few bytes for the records it should hold: refused on opening
+    with pytest.raises(CorruptRecordError, match=f"{shard} holds 2 records: more than its 0 b"):
+        ClipSource("train", data_dir=tmp_path, config=CONFIG, num_frames=2)
+
+
+def first_record_whole(path) -> bytes:
+    """A TFRecord file's first record with its length and checksums, as stored."""
+    data = pathlib.Path(path).read_bytes()
+    (size,) = struct.unpack_from("<Q", data)
+    return data[: 12 + size + 4]
 
 
 # ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ libjpeg-turbo (`decode_np.sample_np`), so a seeded clip equals the one that
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
@@ -61,8 +62,12 @@ class ClipSource:
     checksums) and the frames' stored checksums, without reading the frames.
     Older datasets: each record's CRC32C over all its bytes on its first read
     in the process. A pickled copy (a worker's) checks again; a forked one
-    keeps its parent's checks. array_record: its own hashes on every read. The
-    JPEG structure of every decoded frame on every read. TFRecord shards are
+    keeps its parent's checks. array_record: its own hashes on every read. On
+    every read, each value taken from the record (its kind, count and range) and
+    every decoded frame's JPEG header before it is decoded (the size its example
+    stores, the build's encoding, at most 8192 x 8192 pixels): a dataset whose
+    checksums were recomputed after damage, or written by anyone, raises
+    CorruptRecordError, never a large allocation. TFRecord shards are
     memory-mapped: they must not be rewritten while a source has them open.
     """
 
@@ -110,7 +115,7 @@ class ClipSource:
     def _check_annotations(self) -> None:
         """The clip arguments that read annotations name ones the dataset stores."""
         kinds = self.examples.kinds
-        labels.check_stored(
+        labels.check_asked(
             self.spec, labels=schema.LABELS_KIND in kinds, captions=schema.CAPTIONS_KIND in kinds,
             where=self.dataset_dir,
         )  # fmt: skip
@@ -233,11 +238,13 @@ class ClipSource:
         stored = self._stored(record_index, seed)
         frames, inputs, first = stored.frames, stored.inputs, 0
         notes = stored.annotations
-        if self.spec.segment and notes is not None and "segment_start" in notes:
-            key = clip_key(backends.NP_OPS, self.spec, frames, seed, inputs.get("fingerprint"))
-            frames, inputs, first = self._in_segment(stored, key)
-        inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
-        plan = decode_np.plan_np(self.spec, frames, seed, boxes=True, **inputs)
+        with _located(stored):
+            if self.spec.segment and notes is not None and "segment_start" in notes:
+                fingerprint = inputs.get("fingerprint")
+                key = clip_key(backends.NP_OPS, self.spec, frames, seed, fingerprint)
+                frames, inputs, first = self._in_segment(stored, key)
+            inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
+            plan = decode_np.plan_np(self.spec, frames, seed, boxes=True, **inputs)
         plan["indices"] = np.where(plan["indices"] >= 0, plan["indices"] + first, -1)
         plan["frame_range"] = np.array([first, first + len(frames)])
         return plan
@@ -248,7 +255,13 @@ class ClipSource:
 
     def _example(self, stored: StoredExample, seed, out=None, audio_out=None) -> dict:
         """The output dict of one record: the sampled clip and the scalar features; with
-        stored annotations, the clip's labels and caption(s) (`clips.labels.annotate`)."""
+        stored annotations, the clip's labels and caption(s) (`clips.labels.annotate`).
+        Errors name the video and its file; a frame or value the stored data should not hold
+        raises CorruptRecordError."""
+        with _located(stored):
+            return self._decoded(stored, seed, out, audio_out)
+
+    def _decoded(self, stored: StoredExample, seed, out, audio_out) -> dict:
         annotated = stored.annotations is not None
         if annotated and seed is None and self.spec.seed is None:
             seed = keys.fresh_seed()  # one draw for the clip and its annotations
@@ -258,14 +271,7 @@ class ClipSource:
             key = clip_key(backends.NP_OPS, self.spec, frames, seed, fingerprint)
         if annotated and self.spec.segment and "segment_start" in stored.annotations:
             frames, inputs, first = self._in_segment(stored, key)
-        try:
-            video = decode_np.sample_np(
-                self.spec, frames, seed, out=out, audio_out=audio_out, **inputs
-            )
-        except CorruptRecordError:
-            raise  # names the video and its file already
-        except ValueError as e:
-            raise ValueError(f"{e} ({stored.where()})") from e
+        video = decode_np.sample_np(self.spec, frames, seed, out=out, audio_out=audio_out, **inputs)
         example = {"label": stored.label, "filename": stored.filename}
         if self.spec.audio:
             video, example["audio"] = video
@@ -302,6 +308,21 @@ class ClipSource:
     def close(self) -> None:
         """Closes the open files (they reopen on the next read)."""
         self.examples.close()
+
+
+@contextlib.contextmanager
+def _located(stored: StoredExample):
+    """Errors raised within name the video, the record and its file (CorruptRecordError kept as
+    such)."""
+    try:
+        yield
+    except ValueError as e:
+        where, video = stored.where(), f"`{stored.filename}`"
+        if where in str(e):  # (the record's own checks name it already)
+            raise
+        where = where if video in str(e) else f"video {video}, {where}"
+        kind = CorruptRecordError if isinstance(e, CorruptRecordError) else ValueError
+        raise kind(f"{e} ({where})") from (None if kind is CorruptRecordError else e)
 
 
 def _text(value):

@@ -8,6 +8,8 @@ import inspect
 
 import tensorflow_datasets as tfds
 
+from video_tfrecords.clips.jpeg import MAX_PIXELS
+from video_tfrecords.clips.plan import MAX_FRAMES
 from video_tfrecords.clips.spec import is_finite_number, is_int
 from video_tfrecords.records.schema import DATASET_VERSION
 
@@ -129,7 +131,7 @@ VideoConfig.__signature__ = inspect.signature(VideoConfig.__init__).replace(
 def _is_size(value) -> bool:
     return (
         isinstance(value, (tuple, list)) and len(value) == 2
-        and all(_positive_int(v) for v in value)
+        and all(_positive_int(v) for v in value) and value[0] * value[1] <= MAX_PIXELS
     )
 
 
@@ -148,14 +150,20 @@ def _or_none(check):
 # Field -> (what it takes, in words; whether a value is that).
 _RULES = {
     "short_side": ("a positive int or None", _or_none(_positive_int)),
-    "size": ("(height, width), two positive ints, or None", _or_none(_is_size)),
+    "size": (
+        f"(height, width), two positive ints of at most {MAX_PIXELS} pixels, or None",
+        _or_none(_is_size),
+    ),
     "upscale": ("true or false", _bool),
     "coded_aspect": ("true or false", _bool),
     "fps": ("a positive number or None", _or_none(lambda v: is_finite_number(v) and v > 0)),
     "max_frames": ("a positive int or None", _or_none(_positive_int)),
     "num_frames": ("a positive int or None", _or_none(_positive_int)),
     "jpeg_quality": ("an int from 1 to 100", lambda v: is_int(v) and 1 <= v <= 100),
-    "segment_frames": ("a positive int or None", _or_none(_positive_int)),
+    "segment_frames": (
+        f"a positive int or None (at most {MAX_FRAMES}: what readers take)",
+        _or_none(lambda v: _positive_int(v) and v <= MAX_FRAMES),
+    ),
     "strict": ("true or false", _bool),
     "num_workers": ("an int >= 0 (0: one per core)", lambda v: is_int(v) and v >= 0),
     "keep_cache": ("true or false", _bool),

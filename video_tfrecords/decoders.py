@@ -205,13 +205,18 @@ class ClipDecoder(tfds.decode.Decoder):
                 "built with VideoConfig(audio_rate=...)."
             )
         annotated = schema.LABELS in example or schema.CAPTIONS in example
-        labels.check_stored(
+        labels.check_asked(
             self.spec, labels=schema.LABELS in example, captions=schema.CAPTIONS in example,
             where="these examples",
         )  # fmt: skip
         if annotated and seed is None and self.spec.seed is None:
             seed = keys.fresh_seed(backends.tf_ops())  # one draw for the clip and its labels
         inputs = {arg: example.get(name) for arg, name in schema.clip_inputs(self.spec).items()}
+        if "tfds_id" in example and inputs["name"] is not None:  # ReadConfig(add_tfds_id=True)
+            inputs["name"] = tf.strings.join([inputs["name"], " (", example["tfds_id"], ")"])
+        frame_size = None  # every frame's stored size (2.5.0 on), that each header must say
+        if schema.FRAME_HEIGHT in example and schema.FRAME_WIDTH in example:
+            frame_size = (example[schema.FRAME_HEIGHT], example[schema.FRAME_WIDTH])
         frames, first, stored = example[schema.VIDEO], 0, {}
         if annotated:
             stored = self._stored_annotations(example, num_classes)
@@ -224,7 +229,7 @@ class ClipDecoder(tfds.decode.Decoder):
             frames = frames[first:stop]
             if inputs.get("timestamps") is not None:
                 inputs["timestamps"] = inputs["timestamps"][first:stop]
-        clip = self.sample(frames, seed, **inputs)
+        clip = self.sample(frames, seed, frame_size=frame_size, **inputs)
         if annotated:
             plan_inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
             times = example[schema.TIMESTAMPS]
@@ -258,6 +263,8 @@ class ClipDecoder(tfds.decode.Decoder):
         if schema.CAPTIONS in example:
             captions = example.pop(schema.CAPTIONS)
             stored.update(text=captions["text"], start=captions["start"], end=captions["end"])
+        if schema.SPAN_START in example:  # where segments and captions start at the earliest
+            stored["span_start"] = example[schema.SPAN_START]
         return stored
 
     # -- sampling ----------------------------------------------------------------
@@ -265,7 +272,7 @@ class ClipDecoder(tfds.decode.Decoder):
     @_no_autograph
     def sample(
         self, frames, seed=None, *, name=None, timestamps=None, source_fps=None, audio=None,
-        audio_rate=None,
+        audio_rate=None, frame_size=None,
     ):
         """Samples and decodes clip(s) from a 1-D string tensor of JPEG frames.
 
@@ -277,6 +284,9 @@ class ClipDecoder(tfds.decode.Decoder):
         `timestamps` (else `source_fps`): each frame's time, for `fps` and `audio`.
         `audio`, `audio_rate`: with `audio=True`, the example's int16 samples [N, C] and
         their rate; the result is then a pair (clip, audio window).
+        `frame_size`: (height, width) every frame has (the example's stored size), if known.
+        Every decoded frame's header is checked first (its size, its encoding, at most
+        `jpeg.MAX_PIXELS`): InvalidArgumentError "CorruptRecordError: Frame i of video ...".
         """
         return decode_tf.sample_tf(
             self.spec,
@@ -288,16 +298,18 @@ class ClipDecoder(tfds.decode.Decoder):
             source_fps=source_fps,
             audio=audio,
             audio_rate=audio_rate,
+            frame_size=frame_size,
         )
 
     def sample_np(
         self, frames, seed=None, *, name=None, timestamps=None, source_fps=None, audio=None,
         audio_rate=None,
     ):
-        """`sample` without TensorFlow: same frames, box, flip, pixels and audio."""
+        """`sample` without TensorFlow: same frames, box, flip, pixels and audio (and the same
+        checks: CorruptRecordError)."""
         return decode_np.sample_np(
             self.spec, frames, seed, name=name, timestamps=timestamps, source_fps=source_fps,
-            audio=audio, audio_rate=audio_rate,
+            audio=audio, audio_rate=audio_rate, frame_shape=self._frame_shape(),
         )
 
     @_no_autograph

@@ -18,6 +18,7 @@ import numpy as np
 from video_tfrecords.clips import backends
 
 __all__ = [
+    "MAX_WINDOW_SAMPLES",
     "SCALE",
     "cut_np",
     "cut_tf",
@@ -29,6 +30,9 @@ __all__ = [
 ]
 
 SCALE = 1.0 / 32768  # int16 -> [-1, 1)
+# The most samples a view's audio window may take (5.8 min at 48 kHz; 64 MiB a channel as
+# float32): a stored frame or sample rate that asks for more is refused before any is cut.
+MAX_WINDOW_SAMPLES = 1 << 24
 
 
 def _nearest(ops, x):
@@ -44,6 +48,29 @@ def window_length(ops, spec, rate, source_fps):
         raise ValueError("audio=True needs each video's stored frame rate (pass source_fps=).")
     periods = ops.f64(spec.num_frames * spec.stride)
     return _nearest(ops, periods * ops.f64(rate) / ops.f64(fps))
+
+
+def _checked_length(ops, spec, rate, source_fps):
+    """`window_length`, once the stored rates are rates and the window at most
+    MAX_WINDOW_SAMPLES (CorruptRecordError; ValueError when `spec.fps` asks for that)."""
+    checks = [
+        ops.corrupt(ops.valid_rate(rate), lambda: ("The stored audio_rate ", rate,
+                                                    " is not a rate."))  # fmt: skip
+    ]
+    if spec.fps is None and source_fps is not None:
+        checks.append(
+            ops.corrupt(ops.valid_rate(source_fps),
+                        lambda: ("The stored frame rate ", source_fps, " is not a rate."))
+        )  # fmt: skip
+    length = ops.after(checks, lambda: window_length(ops, spec, rate, source_fps))
+    check = ops.corrupt if spec.fps is None else ops.check
+    within = ops.logical_and(length > 0, length <= MAX_WINDOW_SAMPLES)
+    checks.append(
+        check(within, lambda: ("A clip's audio window would be ", length, " samples (",
+                               spec.num_frames * spec.stride, " frame periods of ", rate,
+                               f" samples/s): more than {MAX_WINDOW_SAMPLES}."))  # fmt: skip
+    )
+    return ops.after(checks, lambda: ops.identity(length))
 
 
 def window_starts(ops, indices, timestamps, source_fps, rate):
@@ -74,7 +101,7 @@ def window_np(spec, indices, samples, rate, timestamps, source_fps, out=None) ->
     """The planned views' audio (`indices`: the plan's), float32 [S, C] or [num_views, S, C]."""
     _missing(samples, rate)
     ops = backends.NP_OPS
-    length = int(window_length(ops, spec, rate, source_fps))
+    length = int(_checked_length(ops, spec, rate, source_fps))
     starts = window_starts(ops, indices, timestamps, source_fps, rate)
     windows = cut_np(samples, starts, length, out if out is None or spec.multi_clip else out[None])
     return windows if spec.multi_clip else windows[0]
@@ -84,7 +111,7 @@ def window_tf(spec, indices, samples, rate, timestamps, source_fps):
     """`window_np` in a TF graph."""
     _missing(samples, rate)
     ops = backends.tf_ops()
-    length = window_length(ops, spec, rate, source_fps)
+    length = _checked_length(ops, spec, rate, source_fps)
     starts = window_starts(ops, indices, timestamps, source_fps, rate)
     return cut_tf(samples, starts, length, spec.num_views, views_axis=spec.multi_clip)
 

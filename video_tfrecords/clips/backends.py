@@ -18,6 +18,7 @@ import threading
 import numpy as np
 
 from video_tfrecords.clips import jpeg
+from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = ["NP_OPS", "U64", "NumpyOps", "TensorFlowOps", "ops_for", "tf_ops"]
 
@@ -120,8 +121,22 @@ class NumpyOps:
         return np.errstate(over="ignore")
 
     @staticmethod
-    def is_jpeg(data):
-        return jpeg.jpeg_size(data) is not None
+    def valid_times(times):
+        """Whether every time is finite and >= 0, and none is before the one before it."""
+        times = np.asarray(times)
+        return bool(np.all(times >= 0) and np.isfinite(times[-1:]).all()
+                    and np.all(times[1:] >= times[:-1]))  # fmt: skip
+
+    @staticmethod
+    def valid_rate(rate):
+        """Whether a stored rate (frames or samples per second) is a finite number > 0."""
+        return bool(0 < float(rate) < np.inf)
+
+    @staticmethod
+    def jpeg_problem(data):
+        """(whether the header is one a reader decodes, what is wrong with it if not)."""
+        problem = jpeg.frame_problem(data)
+        return problem is None, problem
 
     @staticmethod
     def jpeg_size(data):
@@ -133,15 +148,23 @@ class NumpyOps:
             p.decode("utf-8", "replace") if isinstance(p, bytes) else str(p) for p in parts
         )
 
-    def check(self, ok, parts_fn):
-        """Raises ValueError(message) when `ok` is false; the message is built only then."""
+    def check(self, ok, parts_fn, error=ValueError):
+        """Raises `error`(message) when `ok` is false; the message is built only then."""
         if not ok:
-            raise ValueError(self.message(parts_fn()))
+            raise error(self.message(parts_fn()))
+
+    def corrupt(self, ok, parts_fn):
+        """`check` for stored data: raises CorruptRecordError."""
+        self.check(ok, parts_fn, CorruptRecordError)
 
     @staticmethod
     def after(checks, fn):
         del checks  # Checks have already raised.
         return fn()
+
+    @staticmethod
+    def identity(x):
+        return x
 
 
 class TensorFlowOps:
@@ -245,9 +268,21 @@ class TensorFlowOps:
     def wrapping():
         return contextlib.nullcontext()
 
-    def is_jpeg(self, data):
+    def valid_times(self, times):
+        tf = self.tf
+        ordered = tf.reduce_all(times[1:] >= times[:-1])
+        finite = tf.reduce_all(tf.math.is_finite(times[-1:]))
+        return tf.reduce_all(times >= 0) & finite & ordered
+
+    def valid_rate(self, rate):
+        rate = self.tf.cast(rate, self.tf.float64)
+        return self.tf.logical_and(rate > 0, self.tf.math.is_finite(rate))
+
+    def jpeg_problem(self, data):
+        """(whether it starts like a JPEG, what is wrong if not): the whole header of every
+        frame a clip decodes is checked before any is decoded (`decode_tf`)."""
         magic = self.tf.strings.substr(data, 0, 3)
-        return self.tf.reduce_all(self.tf.equal(magic, jpeg.JPEG_MAGIC))
+        return self.tf.reduce_all(self.tf.equal(magic, jpeg.JPEG_MAGIC)), "is not a valid JPEG"
 
     def jpeg_size(self, data):
         size = self.i64(self.tf.io.extract_jpeg_shape(data))
@@ -284,9 +319,18 @@ class TensorFlowOps:
 
         return tf.cond(ok, lambda: tf.constant(True), fail)
 
+    def corrupt(self, ok, parts_fn):
+        """`check` for stored data: its message starts "CorruptRecordError: " (a graph raises
+        InvalidArgumentError, as `tf.numpy_function` turns the NumPy path's error)."""
+        return self.check(ok, lambda: (f"{CorruptRecordError.__name__}: ", *parts_fn()))
+
     def after(self, checks, fn):
         with self.tf.control_dependencies(checks):
             return fn()
+
+    def identity(self, x):
+        """`x` as a new op (one made in `after` runs after its checks)."""
+        return self.tf.identity(x)
 
 
 NP_OPS = NumpyOps()

@@ -18,8 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from video_tfrecords.clips import audio as clip_audio
-from video_tfrecords.clips import backends, buffers
-from video_tfrecords.clips.jpeg import decode_rgb
+from video_tfrecords.clips import backends, buffers, jpeg
 from video_tfrecords.clips.plan import checked_plan, stored_boxes, video_label
 from video_tfrecords.clips.resize import area_resize, resize_box
 from video_tfrecords.clips.spec import ClipSpec
@@ -29,7 +28,7 @@ __all__ = ["plan_np", "sample_np"]
 
 def plan_np(
     spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None, timestamps=None,
-    source_fps=None, boxes: bool = False,
+    source_fps=None, boxes: bool = False, frame_shape=None,
 ) -> dict[str, np.ndarray]:
     """The plan of `sample_np(spec, frames, seed)`, without decoding pixels.
 
@@ -38,11 +37,11 @@ def plan_np(
     `short_side`; zeros without crop) and "flip" (bool [num_views]); views are
     clips times crops, clip-major. With `boxes`, also "boxes" (int64 [num_views, 4]:
     y, x, height, width of each view's box in the stored frame's pixels) and
-    "frame_size" (the stored frame's height and width).
+    "frame_size" (the stored frame's height and width: `frame_shape` when given).
     """
     layout = _layout(
         spec, frames, seed, name, need_size=boxes, fingerprint=fingerprint,
-        timestamps=timestamps, source_fps=source_fps,
+        timestamps=timestamps, source_fps=source_fps, frame_shape=frame_shape,
     )
     plan = {k: np.asarray(v) for k, v in layout.plan.items()}
     if boxes:
@@ -66,6 +65,7 @@ def _layout(spec, frames, seed, name, **plan_args):
 def sample_np(
     spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None, out=None,
     timestamps=None, source_fps=None, audio=None, audio_rate=None, audio_out=None,
+    frame_shape=None,
 ):
     """Samples and decodes clip(s) without TensorFlow: uint8 [T, H, W, 3] or [V, T, H, W, 3].
 
@@ -87,15 +87,20 @@ def sample_np(
             frame rate: needed with `spec.fps` or `spec.audio` only.
         audio, audio_rate, audio_out: with `spec.audio`, the example's int16 samples
             [N, C], their rate, and optionally a float32 array to cut the windows into.
+        frame_shape: the (height, width) every frame has (the dataset's, or the example's
+            stored size); else the first planned frame's header says it.
 
     Each distinct frame is decoded once, straight from its bytes: into the
     output itself when it fills its place whole (no crop, flip or resize), else
     into one reused frame, copied on into place cropped, flipped or resized.
+    Its header is checked first (`jpeg.frame_problem`): a frame of another size or
+    encoding, or one claiming too many pixels, raises CorruptRecordError before any of
+    its pixels is allocated.
     """
     ops = backends.NP_OPS
     layout = _layout(
         spec, frames, seed, name, need_size=True, fingerprint=fingerprint,
-        timestamps=timestamps, source_fps=source_fps,
+        timestamps=timestamps, source_fps=source_fps, frame_shape=frame_shape,
     )
     plan = layout.plan
     label = lambda: ops.message(video_label(ops, frames, name))
@@ -116,8 +121,9 @@ def sample_np(
     offsets = plan["crop_offsets"].tolist()
     flips = plan["flip"].tolist()
     ratio = int(layout.ratio)
-    # The size every frame decodes to (that of the planned first frame).
-    decoded_size = tuple(-(-int(s) // ratio) for s in layout.frame_size)
+    # The size every frame has (the stored one, else the first planned frame's), and decodes to.
+    headers = jpeg.Headers(layout.frame_size)
+    decoded_size = tuple(-(-s // ratio) for s in headers.size)
     resized = size != decoded_size and boxes is None  # whole frames are resized
     whole = not resized and boxes is None and (box_h, box_w) == size  # a frame fills its slot
     scratch = None  # one decoded frame when it cannot go straight to its slot
@@ -129,7 +135,7 @@ def sample_np(
             scratch = np.empty((*decoded_size, 3), np.uint8) if scratch is None else scratch
             target = scratch
         where = lambda i=i: f"Frame {i} of video {label()}"
-        image = decode_rgb(frames[i], ratio, target, where)
+        image = jpeg.decode_rgb(frames[i], ratio, target, where, headers)
         if resized:
             image = area_resize(image, *size)
         for c, t in positions[1:] if in_place else positions:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from video_tfrecords.clips import audio as clip_audio
-from video_tfrecords.clips import backends, buffers, geometry, jpeg
+from video_tfrecords.clips import backends, buffers, geometry, jpeg_tf
 from video_tfrecords.clips.plan import checked_plan, video_label
 from video_tfrecords.clips.resize import resize_box
 from video_tfrecords.clips.spec import ClipSpec
@@ -47,7 +47,7 @@ def plan_tf(
 
 def sample_tf(
     spec: ClipSpec, frames, seed=None, *, name=None, frame_shape=None, timestamps=None,
-    source_fps=None, audio=None, audio_rate=None,
+    source_fps=None, audio=None, audio_rate=None, frame_size=None,
 ):
     """Samples and decodes clip(s) from a 1-D string tensor of JPEG frames, in a TF graph.
 
@@ -59,7 +59,11 @@ def sample_tf(
             get new but replayable clips every epoch.
         name: optional string (tensor) naming the video in error messages.
         frame_shape: the stored frames' (h, w) when known for every video (e.g.
-            from the TFDS feature): static output shapes and no header read.
+            from the TFDS feature): static output shapes and no header read for the plan.
+        frame_size: the (h, w) this video's frames have (an int tensor: the example's
+            stored `frame_height`, `frame_width`), when known; else the first planned
+            frame's header (every frame's header is checked against it, or
+            `frame_shape`, before any is decoded: `jpeg_tf.checked_headers`).
         timestamps, source_fps: float tensors, each frame's time in seconds,
             else the stored frame rate: needed with `spec.fps` or `spec.audio` only.
         audio, audio_rate: with `spec.audio`, the example's int16 samples [N, C] and rate.
@@ -80,7 +84,7 @@ def sample_tf(
                 layout.out_size = tuple(map(int, layout.out_size))
             layout.ratio = int(layout.ratio)
         with tf.control_dependencies(layout.checks):
-            clips = _decode_tf(spec, frames, layout, name, frame_shape)
+            clips = _decode_tf(spec, frames, layout, name, frame_shape, frame_size)
             if not spec.audio:
                 return clips
             indices = layout.plan["indices"]  # this layout's: a branch may draw its own
@@ -104,8 +108,8 @@ def _with_layout(spec, frames, seed, name, plan_args, use):
     return tf.cond(layout.covers, lambda: use(layout), enlarged)
 
 
-def _decode_tf(spec, frames, layout, name, frame_shape):
-    """Decodes the planned frames, each distinct (frame, box) once."""
+def _decode_tf(spec, frames, layout, name, frame_shape, frame_size):
+    """Decodes the planned frames, each distinct (frame, box) once, once their headers pass."""
     ops = backends.tf_ops()
     tf = ops.tf
     plan = layout.plan
@@ -123,17 +127,8 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
     else:
         u_frames, inverse = tf.unique(safe)
         u_clips = tf.zeros_like(u_frames)
-    bad = tf.not_equal(tf.gather(tf.strings.substr(frames, 0, 3), u_frames), jpeg.JPEG_MAGIC)
-    valid = ops.check(
-        tf.logical_not(tf.reduce_any(bad)),
-        lambda: (
-            "Frame ",
-            tf.boolean_mask(u_frames, bad)[0],
-            " of video ",
-            *video_label(ops, frames, name),
-            " is not a valid JPEG.",
-        ),
-    )
+    chosen = tf.gather(frames, safe)  # each position's frame: checked, then decoded
+    valid = jpeg_tf.checked_headers(ops, frames, safe, frame_shape or frame_size, name, chosen)
 
     def decode_all(ratio):
         def each_position():
@@ -142,9 +137,9 @@ def _decode_tf(spec, frames, layout, name, frame_shape):
             # with no while loop and no gather of decoded frames. (Inputs of
             # static size n: Grappler may run this branch's unstack ops early.)
             if layout.boxes is not None:
-                return _resized_boxes_tf(spec, layout, tf.gather(frames, safe), ratio)
+                return _resized_boxes_tf(spec, layout, chosen, ratio)
             inputs, decode, _ = _frame_decoder_tf(spec, layout, clip_of, ratio)
-            columns = [tf.unstack(x, num=n) for x in (tf.gather(frames, safe), *inputs)]
+            columns = [tf.unstack(x, num=n) for x in (chosen, *inputs)]
             return tf.stack([decode(*row) for row in zip(*columns)])
 
         def each_distinct():

@@ -23,10 +23,11 @@ import numpy as np
 
 from video_tfrecords.clips import keys
 from video_tfrecords.clips.backends import NP_OPS
+from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = [
     "ANNOTATION_INPUTS", "CAPTION_COUNTER", "FrameRange", "annotate", "caption_mode",
-    "check_stored", "clip_captions", "clip_labels", "segment_range", "view_spans",
+    "check_asked", "check_stored", "clip_captions", "clip_labels", "segment_range", "view_spans",
 ]  # fmt: skip
 
 # What `annotate` reads, by kind: stored multi-labels (ids and timed segments), captions.
@@ -40,7 +41,7 @@ CAPTION_COUNTER = 2**34
 SEGMENT_COUNTER = 2**35
 
 
-def check_stored(spec, *, labels: bool, captions: bool, where: str) -> None:
+def check_asked(spec, *, labels: bool, captions: bool, where: str) -> None:
     """Refuses the clip arguments that read annotations `where` (a dataset, some examples) does
     not store, rather than doing nothing with them: labels="clip" and segment=True need several
     labels (`labels`: JSON Lines `labels` or `segments`), captions="random"|"all" captions."""
@@ -57,6 +58,57 @@ def check_stored(spec, *, labels: bool, captions: bool, where: str) -> None:
             f"{'; '.join(asked)}, but {where} has none: leave the argument out (labels='video', "
             "segment=False and captions=None read any dataset)."
         )
+
+
+def _check_timed(what: str, start, end, span_start=None, count: int | None = None) -> None:
+    """Stored (start, end) times of segments or captions: as many as `count` things, each
+    finite, start <= end, from the span's start (where the build clips them) on."""
+    start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
+    if start.shape != end.shape or (count is not None and start.size != count):
+        raise CorruptRecordError(
+            f"The example's {what} have {count if count is not None else start.size} items but "
+            f"{start.size} starts and {end.size} ends."
+        )
+    lowest = 0.0 if span_start is None else float(span_start) - 1e-3
+    if not (np.all(np.isfinite(start) & np.isfinite(end)) and np.all(start <= end)
+            and np.all(start >= lowest)):  # fmt: skip
+        raise CorruptRecordError(
+            f"The example's {what} have times outside its span (each finite, from "
+            f"{max(lowest, 0):g} s, start <= end): {start.tolist()[:4]}, {end.tolist()[:4]}."
+        )
+
+
+def check_stored(stored: dict, num_frames: int | None = None) -> None:
+    """Raises CorruptRecordError unless `stored` annotations (`annotate`'s) fit together: the
+    labels among the `num_classes`, a segment's label, start and end for each segment (within
+    the example's span), a caption's text, start and end for each caption; and a timestamp for
+    each of the example's `num_frames` frames (the highest planned one + 1 at least)."""
+    times = np.asarray(stored.get("timestamps", ()), np.float64)
+    if num_frames is not None and times.size < num_frames:
+        raise CorruptRecordError(
+            f"The example has {num_frames} frames but {times.size} timestamps."
+        )
+    if not NP_OPS.valid_times(times):
+        raise CorruptRecordError(
+            "The example's timestamps are not times (each must be finite, >= 0, and none "
+            "before the one before it)."
+        )
+    span_start = stored.get("span_start")
+    if "labels" in stored:
+        classes = int(stored["num_classes"])
+        for name in ("labels", "segment_label"):
+            ids = np.asarray(stored[name], np.int64).reshape(-1)
+            if ids.size and not (0 <= ids.min() and ids.max() < classes):
+                bad = ids[(ids < 0) | (ids >= classes)][0]
+                raise CorruptRecordError(
+                    f"The example's {name} name class {bad}, not one of its {classes} classes."
+                )
+        count = np.size(stored["segment_label"])
+        segments = (stored["segment_start"], stored["segment_end"])
+        _check_timed("label segments", *segments, span_start, count)
+    if "text" in stored:
+        times = (stored.get("start", ()), stored.get("end", ()))
+        _check_timed("captions", *times, span_start, len(stored["text"]))
 
 
 def caption_mode(spec) -> str:
@@ -136,7 +188,9 @@ def annotate(spec, stored: dict, indices, timestamps, key) -> dict:
     """The clip's annotations, as every reader gives them: "labels" (float32 multi-hot,
     [classes] or [views, classes]) from `stored` "labels", "segment_*" and "num_classes";
     "caption" (bytes, or [views] of them) or "captions" (list of bytes, or one per view) from
-    `stored` "text", "start", "end". `indices`: the plan's [V, T]; `key`: the clip's uint64."""
+    `stored` "text", "start", "end". `indices`: the plan's [V, T]; `key`: the clip's uint64.
+    The stored values are checked first (`check_stored`): CorruptRecordError."""
+    check_stored({**stored, "timestamps": timestamps}, int(np.max(indices, initial=-1)) + 1)
     starts, ends = view_spans(indices, timestamps)
     single = lambda values: values if spec.multi_clip else values[0]
     out = {}
@@ -160,7 +214,11 @@ def annotate(spec, stored: dict, indices, timestamps, key) -> dict:
 def segment_range(timestamps, segment_start, segment_end, key) -> tuple[int, int]:
     """[first, stop) of the stored frames a `segment=True` clip is sampled in: those timed in
     one of the segments, drawn with `key` (a uint64); all of them without segments, or when
-    the drawn one holds no frame."""
+    the drawn one holds no frame. CorruptRecordError for segments without a start and an end
+    each, or times that are not times."""
+    _check_timed("label segments", segment_start, segment_end)
+    if not NP_OPS.valid_times(np.asarray(timestamps)):
+        raise CorruptRecordError("The example's timestamps are not times.")
     times = np.asarray(timestamps, np.float32)
     starts = np.asarray(segment_start, np.float32).reshape(-1)
     ends = np.asarray(segment_end, np.float32).reshape(-1)

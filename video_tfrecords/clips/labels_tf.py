@@ -42,8 +42,8 @@ def annotate_tf(
     """{"labels": float32 [(views,) classes]} with `stored` labels; {"caption": tf.string
     [(views)]} or {"captions": tf.string [(views,) n]} with `stored` captions (`labels.annotate`;
     several views' caption lists padded with ""). `frames` are those the clip was sampled from,
-    frame `first` of the example's (timed `example_times`); `plan_inputs`: the plan's own
-    (`timestamps` of `frames` with `fps`); `key`: `example_key`."""
+    frame `first` of the example's (timed `example_times`); `key`: `example_key`;
+    `plan_inputs`: the plan's (`timestamps` of `frames` with `spec.fps`)."""
     frames = tf.convert_to_tensor(frames, tf.string)
     plan = decode_tf.plan_tf(spec, frames, seed, **plan_inputs)
     indices = plan["indices"]

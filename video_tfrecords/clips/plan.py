@@ -13,12 +13,18 @@ import dataclasses
 import functools
 from typing import Any
 
-from video_tfrecords.clips import backends, boxes, geometry, keys, sampling
+from video_tfrecords.clips import backends, boxes, geometry, jpeg, keys, sampling
+from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = [
-    "Layout", "checked_plan", "clip_key", "frame_geometry", "resizes_boxes", "stored_boxes",
+    "MAX_FRAMES", "Layout", "checked_plan", "clip_key", "frame_geometry", "resizes_boxes",
+    "stored_boxes",
     "video_label",
 ]  # fmt: skip
+
+# The most frames a stored example may have (a record's lists are refused past it before they
+# are parsed whole): a build's 1 GiB example holds fewer frames of 4 KiB (about 100 x 100 px).
+MAX_FRAMES = 1 << 18
 
 
 @dataclasses.dataclass
@@ -54,15 +60,25 @@ def clip_key(ops, spec, frames, seed, fingerprint=None):
 
 
 def _frame_size(ops, frames, index, label, checks):
-    """(h, w) of the planned frame `index`, read from its JPEG header."""
+    """(h, w) of the planned frame `index`, read from its JPEG header once it is checked
+    (`jpeg.frame_problem`: no size is taken from a header that claims too many pixels)."""
     data = ops.frame_or_empty(frames, index)
+    ok, problem = ops.jpeg_problem(data)
     checks.append(
-        ops.check(
-            ops.is_jpeg(data),
-            lambda: ("Frame ", index, " of video ", *label(), " is not a valid JPEG."),
-        )
+        ops.corrupt(ok, lambda: ("Frame ", index, " of video ", *label(), " ", problem, "."))
     )
     return ops.after(checks, lambda: ops.jpeg_size(data))
+
+
+def _stored_size(frame_shape) -> tuple[int, int]:
+    """The (h, w) a dataset says its frames have, if it is one a frame can have."""
+    height, width = (int(s) for s in frame_shape)
+    if not (0 < height and 0 < width and height * width <= jpeg.MAX_PIXELS):
+        raise CorruptRecordError(
+            f"The stored frame size {width}x{height} is not one a frame can have (1 to "
+            f"{jpeg.MAX_PIXELS} pixels)."
+        )
+    return height, width
 
 
 def frame_geometry(ops, spec, size):
@@ -92,6 +108,38 @@ def _times(ops, spec, frames, timestamps, source_fps):
     return ops.f64(ops.arange(ops.num_frames(frames))) / ops.f64(source_fps)
 
 
+def _checked_times(ops, spec, frames, timestamps, source_fps, label, checks):
+    """`_times`, once the stored values they come from are checked: as many timestamps as
+    frames, each finite, >= 0 and none before the one before it; or a frame rate > 0."""
+    if spec.fps is None:
+        return None
+    length = ops.num_frames(frames)
+    if timestamps is None and source_fps is not None:
+        checks.append(
+            ops.corrupt(
+                ops.valid_rate(source_fps),
+                lambda: ("Video ", *label(), " has a stored frame rate of ", source_fps,
+                         ": not a frame rate."),
+            )  # fmt: skip
+        )
+    times = ops.after(checks, lambda: _times(ops, spec, frames, timestamps, source_fps))
+    checks.append(
+        ops.corrupt(
+            ops.size(times) == length,
+            lambda: ("Video ", *label(), " has ", length, " frames but ", ops.size(times),
+                     " timestamps."),
+        )  # fmt: skip
+    )
+    checks.append(
+        ops.corrupt(
+            ops.valid_times(times),
+            lambda: ("Video ", *label(), " has timestamps that are not times (each must be "
+                     "finite, >= 0, and none before the one before it)."),
+        )  # fmt: skip
+    )
+    return ops.after(checks, lambda: ops.identity(times))
+
+
 def checked_plan(
     ops,
     spec,
@@ -114,16 +162,12 @@ def checked_plan(
     """
     length = ops.num_frames(frames)
     label = lambda: video_label(ops, frames, name)
-    checks = [ops.check(length > 0, lambda: ("Video ", *label(), " has no frames."))]
-    times = _times(ops, spec, frames, timestamps, source_fps)
+    counted = lambda: (
+        "Video ", *label(), " has ", length, f" frames: a stored example has 1 to {MAX_FRAMES}."
+    )  # fmt: skip
+    checks = [ops.corrupt(ops.logical_and(length > 0, length <= MAX_FRAMES), counted)]
+    times = _checked_times(ops, spec, frames, timestamps, source_fps, label, checks)
     if times is not None:
-        checks.append(
-            ops.check(
-                ops.size(times) == length,
-                lambda: ("Video ", *label(), " has ", length, " frames but ", ops.size(times),
-                         " timestamps."),
-            )
-        )
         units = ops.after(checks, lambda: sampling.tick_count(ops, times, spec.fps))
         unit_name = f" ticks of 1/{spec.fps} s"
     else:
@@ -143,6 +187,7 @@ def checked_plan(
     layout = Layout({"indices": indices}, checks)
     if need_size or spec.crop_size is not None or spec.short_side is not None:
         if frame_shape is not None:  # Static sizes: plain ints, decided while tracing.
+            frame_shape = _stored_size(frame_shape)
             out, ratio = frame_geometry(backends.NP_OPS, spec, frame_shape)
             out, ratio = (int(out[0]), int(out[1])), int(ratio)
             layout.frame_size = frame_shape

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 
 import cv2
 
-from video_tfrecords.clips import keys
+from video_tfrecords.clips import jpeg, keys
 from video_tfrecords.config import VideoConfig
 from video_tfrecords.ingest import (
     audio_io,
@@ -295,7 +295,11 @@ def examples_of(
             key = task.entry.path
         # What seeded clips are keyed on; stored so that a reader need not hash frames.
         fingerprint = keys.video_fingerprint(stored["video"])
-        yield f"{key}#{stored['segment']}", {**fields, **stored, "video_fingerprint": fingerprint}
+        # Every frame's size (a video's are one), that readers check each frame's header by.
+        height, width = jpeg.jpeg_size(stored["video"][0])
+        size = {schema.FRAME_HEIGHT: height, schema.FRAME_WIDTH: width}
+        yield f"{key}#{stored['segment']}", {**fields, **stored, **size,
+                                             "video_fingerprint": fingerprint}  # fmt: skip
 
 
 # -- reporting -------------------------------------------------------------------

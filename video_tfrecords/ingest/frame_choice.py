@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from video_tfrecords.clips import jpeg
 from video_tfrecords.config import VideoConfig
 from video_tfrecords.ingest import video_io
 
@@ -25,7 +26,18 @@ EPSILON = 1e-6  # seconds: timestamps closer than this are the same instant
 
 
 def stored_size(info: video_io.VideoInfo, config: VideoConfig) -> tuple[int, int]:
-    """The (height, width) frames are stored at: display aspect, then the size rules."""
+    """The (height, width) frames are stored at: display aspect, then the size rules; a
+    VideoError past the pixels a reader decodes (`jpeg.MAX_PIXELS`)."""
+    height, width = _size_rules(info, config)
+    if height * width > jpeg.MAX_PIXELS:
+        raise video_io.VideoError(
+            f"frames of {width}x{height} would be stored: readers refuse frames of more than "
+            f"{jpeg.MAX_PIXELS} pixels (8192 x 8192); set short_side or size"
+        )
+    return height, width
+
+
+def _size_rules(info: video_io.VideoInfo, config: VideoConfig) -> tuple[int, int]:
     if config.size is not None:
         return tuple(config.size)
     if config.coded_aspect:

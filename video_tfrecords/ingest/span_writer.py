@@ -19,6 +19,7 @@ import cv2
 import numpy as np
 from awscrt import checksums
 
+from video_tfrecords.clips.plan import MAX_FRAMES
 from video_tfrecords.config import VideoConfig
 from video_tfrecords.ingest import audio_io, video_io
 from video_tfrecords.ingest.frame_choice import Choice, frame_rate
@@ -70,6 +71,9 @@ class Segment:
         # Lets a reader check only the frames it decodes (the record's CRC covers all of them).
         self.crcs.append(checksums.crc32c(jpeg))
         self._grow(len(jpeg))
+        if len(self.frames) > MAX_FRAMES:  # what a reader refuses
+            raise video_io.VideoError(f"an example would hold more than {MAX_FRAMES} frames: "
+                                      "set segment_frames to store it as several examples")
 
     def set_audio(self, audio: np.ndarray) -> None:
         self.audio = audio

@@ -16,14 +16,11 @@ from __future__ import annotations
 from awscrt.checksums import combine_crc32c, crc32c
 
 from video_tfrecords.records.example_parser import ByteValues
+from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = ["CheckedFrames", "CorruptRecordError", "crc32c_outside_frames", "mask", "masked_crc"]
 
 _CRC_MASK_DELTA = 0xA282EAD8
-
-
-class CorruptRecordError(ValueError):
-    """A record whose bytes fail their checksum or do not parse as a tf.train.Example."""
 
 
 def mask(crc: int) -> int:

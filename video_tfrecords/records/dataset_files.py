@@ -16,7 +16,9 @@ import dataclasses
 import json
 import os
 
+from video_tfrecords.clips.jpeg import MAX_PIXELS
 from video_tfrecords.records.schema import DATASET_NAME
+from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = [
     "FILE_FORMATS",
@@ -30,11 +32,46 @@ __all__ = [
     "read_features",
     "read_info",
     "read_label_names",
+    "read_metadata",
     "split_shards",
 ]
 
 FILE_FORMATS = ("tfrecord", "array_record")
 BUILT_FROM = "built_from.json"  # what the build was made from (ingest/provenance.py writes it)
+# The largest JSON or label file read: built_from.json lists every video (about 120 bytes
+# each: 80 MB for 650,000); dataset_info.json, a few kB a split.
+MAX_FILE_BYTES = 256 << 20
+MAX_SHARD_RECORDS = 1 << 40  # (a shard is also checked against its file's size when opened)
+
+
+def _read_text(path: str) -> str:
+    """A metadata file's text (UTF-8), refused past MAX_FILE_BYTES before it is read."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_FILE_BYTES:
+            raise CorruptRecordError(
+                f"{path} is {size} bytes: more than the {MAX_FILE_BYTES} a dataset's own "
+                "files take; not one TFDS or the build wrote."
+            )
+        return f.read().decode("utf-8")
+
+
+def _read_json(path: str, kind: type = dict):
+    """A JSON file of `kind` (a CorruptRecordError names the file otherwise); ValueError if it
+    is not JSON."""
+    value = json.loads(_read_text(path))
+    if not isinstance(value, kind):
+        raise CorruptRecordError(f"{path} holds a JSON {type(value).__name__}, not an object.")
+    return value
+
+
+def _count(value, path: str, what: str, top: int) -> int:
+    """A count TFDS wrote (an int, or an int as a string), checked to be 0 to `top`."""
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
+        raise CorruptRecordError(f"{path}: {what} is {value!r}, not a count from 0 to {top}.")
+    return value
 
 
 def default_data_dir() -> str:
@@ -75,8 +112,13 @@ def default_config(name: str, dataset_root: str | None = None) -> str | None:
         path = os.path.join(dataset_root or "", ".config", "metadata.json")
         if dataset_root is None or not os.path.isfile(path):
             return None
-        with open(path, encoding="utf-8") as f:
-            return json.load(f).get("default_config_name")
+        try:
+            name = _read_json(path).get("default_config_name")
+        except ValueError as e:
+            raise CorruptRecordError(f"Cannot read {path}: {e}") from None
+        if name is not None and not isinstance(name, str):
+            raise CorruptRecordError(f"{path}: default_config_name is {name!r}, not a name.")
+        return name
     return configs[0].name if configs else None
 
 
@@ -134,13 +176,33 @@ def find_dataset_dir(
 
 
 def read_info(dataset_dir: str) -> dict:
-    """The parsed dataset_info.json of a prepared dataset folder."""
+    """The parsed dataset_info.json of a prepared dataset folder: what a reader takes from it
+    (name, file format, each split's name, file template and shard lengths) checked."""
     path = os.path.join(dataset_dir, "dataset_info.json")
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        info = _read_json(path)
+    except CorruptRecordError:
+        raise
     except (OSError, ValueError) as e:
         raise FileNotFoundError(f"Cannot read the dataset info {path}: {e}") from e
+    for key in ("name", "fileFormat"):
+        if not isinstance(info.get(key, ""), str):
+            raise CorruptRecordError(f"{path}: {key} is {info[key]!r}, not a string.")
+    splits = info.get("splits", [])
+    if not isinstance(splits, list) or not all(isinstance(s, dict) for s in splits):
+        raise CorruptRecordError(f"{path}: splits is not a list of objects.")
+    for number, split in enumerate(splits):
+        where = f"splits[{number}]"
+        for key in ("name", "filepathTemplate"):
+            if not isinstance(split.get(key, ""), str):
+                raise CorruptRecordError(f"{path}: {where}.{key} is {split[key]!r}, not a string.")
+        lengths = split.get("shardLengths", [])
+        if not isinstance(lengths, list) or len(lengths) > 1 << 20:
+            raise CorruptRecordError(f"{path}: {where}.shardLengths is not a list of shards.")
+        for shard, length in enumerate(lengths):
+            _count(length, path, f"{where}.shardLengths[{shard}]", MAX_SHARD_RECORDS)
+        _count(split.get("numBytes", 0), path, f"{where}.numBytes", 1 << 62)
+    return info
 
 
 def read_built_from(dataset_dir: str) -> dict | None:
@@ -148,10 +210,40 @@ def read_built_from(dataset_dir: str) -> dict | None:
     file, size and time, the config, the manual dir (None for a build that kept no record)."""
     path = os.path.join(dataset_dir, BUILT_FROM)
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return _read_json(path)
     except FileNotFoundError:
         return None
+    except (OSError, ValueError) as e:
+        if isinstance(e, CorruptRecordError):
+            raise
+        raise CorruptRecordError(f"Cannot read {path}: {e}") from None
+
+
+def read_metadata(dataset_dir: str) -> dict:
+    """The dataset's metadata.json (the build's skip records and notes: lists of {split, path,
+    reason}, each a string); empty for a dataset without one."""
+    path = os.path.join(dataset_dir, "metadata.json")
+    try:
+        metadata = _read_json(path)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        if isinstance(e, CorruptRecordError):
+            raise
+        raise CorruptRecordError(f"Cannot read {path}: {e}") from None
+    for kind in ("skipped", "notes"):
+        records = metadata.get(kind, [])
+        if not isinstance(records, list) or not all(
+            isinstance(r, dict) and all(isinstance(r.get(k, ""), str) for k in _RECORD_KEYS)
+            for r in records
+        ):
+            raise CorruptRecordError(
+                f"{path}: {kind} is not a list of {{split, path, reason}} records of strings."
+            )
+    return metadata
+
+
+_RECORD_KEYS = ("split", "path", "reason")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,7 +271,7 @@ def split_shards(dataset_dir: str, split: str, info: dict | None = None) -> Shar
         raise ValueError(
             f"{dataset_dir} is stored as {file_format!r}; readable formats: {FILE_FORMATS}."
         )
-    lengths = tuple(int(n) for n in splits[split].get("shardLengths", []))
+    lengths = tuple(int(n) for n in splits[split].get("shardLengths", []))  # (read_info's)
     template = tfds.core.ShardedFileTemplate(
         data_dir=tfds.core.Path(dataset_dir),
         template=splits[split].get("filepathTemplate")
@@ -199,6 +291,7 @@ class Feature:
     kind: str  # TFDS class name: "Video", "ClassLabel", "Text", "Scalar", "Tensor", ...
     dtype: str | None = None
     shape: tuple[int, ...] | None = None
+    num_classes: int | None = None  # a ClassLabel's
 
     @property
     def is_scalar(self) -> bool:
@@ -209,20 +302,47 @@ class Feature:
 
 
 def read_features(dataset_dir: str) -> dict[str, Feature]:
-    """The top-level features of a prepared dataset, from its features.json."""
+    """The top-level features of a prepared dataset, from its features.json (what a reader
+    takes from it checked: a frame size no frame can have, a shape that is not one, ...)."""
     path = os.path.join(dataset_dir, "features.json")
     try:
-        with open(path, encoding="utf-8") as f:
-            features = json.load(f)["featuresDict"]["features"]
-    except (OSError, ValueError, KeyError) as e:
+        features = _read_json(path)["featuresDict"]["features"]
+    except CorruptRecordError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError) as e:
         raise FileNotFoundError(f"Cannot read the features of {path}: {e!r}") from e
-    parsed = {}
-    for name, feature in features.items():
-        kind = feature.get("pythonClassName", "").rsplit(".", 1)[-1]
-        tensor = feature.get("tensor") or feature.get("video") or {}  # a Video: its own key
-        dims = tensor.get("shape", {}).get("dimensions", [])
-        parsed[name] = Feature(kind, tensor.get("dtype"), tuple(int(d) for d in dims))
-    return parsed
+    if not isinstance(features, dict) or not all(isinstance(f, dict) for f in features.values()):
+        raise CorruptRecordError(f"{path}: featuresDict.features is not an object of features.")
+    return {name: _feature(path, name, feature) for name, feature in features.items()}
+
+
+def _feature(path: str, name: str, feature: dict) -> Feature:
+    """One feature of features.json, its values checked."""
+    wrong = lambda what: CorruptRecordError(f"{path}: feature {name!r} has {what}.")
+    kind = feature.get("pythonClassName", "")
+    tensor = feature.get("tensor") or feature.get("video") or {}  # a Video: its own key
+    if not isinstance(kind, str) or not isinstance(tensor, dict):
+        raise wrong("a class name or tensor that is not one")
+    shape = tensor.get("shape", {})
+    dims = shape.get("dimensions", []) if isinstance(shape, dict) else shape
+    try:
+        shape = tuple(int(d) for d in dims)
+    except (TypeError, ValueError):
+        raise wrong(f"the shape {dims!r}") from None
+    if len(shape) > 8 or any(not -1 <= d < 1 << 31 for d in shape):
+        raise wrong(f"the shape {list(shape)}")
+    if name == "video" and (len(shape) != 4 or shape[3] != 3 or (
+        min(shape[1:3]) >= 0 and not 0 < shape[1] * shape[2] <= MAX_PIXELS
+    )):  # fmt: skip
+        raise wrong(f"the shape {list(shape)}, not (frames, height, width, 3) of a frame size "
+                    f"of 1 to {MAX_PIXELS} pixels")  # fmt: skip
+    classes = feature.get("classLabel", {})
+    num_classes = None
+    if isinstance(classes, dict) and "numClasses" in classes:
+        num_classes = _count(classes["numClasses"], path, f"{name}'s numClasses", 1 << 31)
+    if not isinstance(tensor.get("dtype", ""), str):
+        raise wrong(f"the dtype {tensor['dtype']!r}")
+    return Feature(kind.rsplit(".", 1)[-1], tensor.get("dtype"), shape, num_classes)
 
 
 def read_label_names(dataset_dir: str, feature: str = "label") -> list[str] | None:
@@ -230,8 +350,10 @@ def read_label_names(dataset_dir: str, feature: str = "label") -> list[str] | No
     path = os.path.join(dataset_dir, f"{feature}.labels.txt")
     if not os.path.isfile(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        return [line for line in f.read().splitlines() if line]
+    try:
+        return [line for line in _read_text(path).splitlines() if line]
+    except UnicodeDecodeError as e:
+        raise CorruptRecordError(f"{path} is not UTF-8 text: {e}") from None
 
 
 def index_range(length: int, shard_index: int, num_shards: int) -> range:

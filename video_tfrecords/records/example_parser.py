@@ -13,7 +13,31 @@ import collections.abc
 
 import numpy as np
 
-__all__ = ["ByteValues", "parse_example"]
+from video_tfrecords.clips.plan import MAX_FRAMES
+
+__all__ = ["MAX_VALUES", "ByteValues", "parse_example"]
+
+# The most values a list may hold: a video's frames, their times and checksums are one a frame.
+# A longer list is refused before it is parsed whole, so that a record of millions of tiny
+# values costs neither the time nor the memory of listing them.
+MAX_VALUES = MAX_FRAMES
+# The most values and fields a record may hold in all (its frames, times and checksums, and a
+# few dozen others): what bounds a parse's time and memory, whatever the record's size.
+MAX_PARSED = 4 * MAX_VALUES
+
+
+class _Budget:
+    """What is left of MAX_PARSED for one record: every value and field read spends it."""
+
+    __slots__ = ("left",)
+
+    def __init__(self):
+        self.left = MAX_PARSED
+
+    def spend(self, count: int) -> None:
+        self.left -= count
+        if self.left < 0:
+            raise ValueError(f"more than {MAX_PARSED} values and fields in one record")
 
 
 class ByteValues(collections.abc.Sequence):
@@ -52,9 +76,10 @@ def _varint(data, pos: int) -> tuple[int, int]:
             raise ValueError("varint longer than 10 bytes")
 
 
-def _fields(data, pos: int, end: int):
+def _fields(data, pos: int, end: int, budget: _Budget):
     """Yields (field number, wire type, value or (start, end) of a length-delimited field)."""
     while pos < end:
+        budget.spend(1)
         key, pos = _varint(data, pos)
         field, wire = key >> 3, key & 7
         if wire == 2:
@@ -78,11 +103,13 @@ def _fields(data, pos: int, end: int):
         raise ValueError("message runs past its end")
 
 
-def _bytes_values(data: memoryview, pos: int, end: int) -> ByteValues:
+def _bytes_values(data: memoryview, pos: int, end: int, budget: _Budget) -> ByteValues:
     """The values of a BytesList, as views into `data` (the hot loop: 1 item per frame)."""
     starts, stops = [], []
     add_start, add_stop = starts.append, stops.append
-    while pos < end:
+    for _ in range(MAX_VALUES):
+        if pos >= end:
+            break
         if data[pos] != 0x0A:  # field 1, length-delimited: the only field of a BytesList
             raise ValueError("unexpected field in a BytesList")
         # The length varint, inlined for 1 to 3 bytes (frames under 2 MB): the loop's cost.
@@ -100,8 +127,12 @@ def _bytes_values(data: memoryview, pos: int, end: int) -> ByteValues:
         add_start(pos)
         pos += size
         add_stop(pos)
+    else:
+        if pos < end:
+            raise ValueError(f"a bytes list of more than {MAX_VALUES} values")
     if pos > end:
         raise ValueError("a bytes value runs past its list")
+    budget.spend(len(starts))
     return ByteValues(data, starts, stops)
 
 
@@ -109,12 +140,15 @@ def _to_int64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def _packed_varints(run) -> np.ndarray:
+def _packed_varints(run, budget: _Budget) -> np.ndarray:
     """The int64 values of a run of packed varints, decoded with array operations.
 
     A video's frame checksums are 250 5-byte varints: a Python loop over them
     costs more than parsing the rest of the record.
     """
+    if len(run) > 10 * MAX_VALUES:  # (its values take 1 to 10 bytes each)
+        raise ValueError(f"an int64 list of more than {MAX_VALUES} values")
+    budget.spend(1)
     if len(run) <= 16:  # a scalar or a few: a plain loop is faster
         values, pos = [], 0
         while pos < len(run):
@@ -127,6 +161,9 @@ def _packed_varints(run) -> np.ndarray:
     ends = np.flatnonzero(raw < 0x80)  # the last byte of each varint
     if not ends.size or ends[-1] != raw.size - 1:
         raise ValueError("a packed varint runs past its list")
+    if ends.size > MAX_VALUES:
+        raise ValueError(f"an int64 list of more than {MAX_VALUES} values")
+    budget.spend(ends.size)
     starts = np.empty_like(ends)
     starts[0], starts[1:] = 0, ends[:-1] + 1
     if (ends - starts).max() >= 10:
@@ -149,21 +186,25 @@ def _single_field(data, pos: int, end: int, tag: int) -> int | None:
     return start if start + size == end else None
 
 
-def _number_values(data, pos: int, end: int, floats: bool) -> np.ndarray:
+def _number_values(data, pos: int, end: int, floats: bool, budget: _Budget) -> np.ndarray:
     """The values of a FloatList (float32) or Int64List (int64), packed or not."""
     packed = _single_field(data, pos, end, 0x0A)  # field 1, one packed run
     if packed is not None:
-        if floats:
-            return np.frombuffer(data[packed:end], "<f4")
-        return _packed_varints(data[packed:end])
+        if not floats:
+            return _packed_varints(data[packed:end], budget)
+        if end - packed > 4 * MAX_VALUES:
+            raise ValueError(f"a float list of more than {MAX_VALUES} values")
+        budget.spend((end - packed) // 4 + 1)
+        return np.frombuffer(data[packed:end], "<f4")
     values = []
-    for field, wire, value in _fields(data, pos, end):
+    for field, wire, value in _fields(data, pos, end, budget):
         if field != 1:
             continue
         if wire == 2 and floats:
+            budget.spend((value[1] - value[0]) // 4)
             values.append(np.frombuffer(data[value[0] : value[1]], "<f4"))
         elif wire == 2:
-            values.append(_packed_varints(data[value[0] : value[1]]))
+            values.append(_packed_varints(data[value[0] : value[1]], budget))
         elif wire == 5 and floats:
             values.append(np.frombuffer(value, "<f4"))
         elif wire == 0 and not floats:
@@ -175,27 +216,27 @@ def _number_values(data, pos: int, end: int, floats: bool) -> np.ndarray:
     return np.concatenate(values).astype(np.float32 if floats else np.int64, copy=False)
 
 
-def _list_values(data: memoryview, field: int, pos: int, end: int):
+def _list_values(data: memoryview, field: int, pos: int, end: int, budget: _Budget):
     """The values of a Feature's list: field 1 BytesList, 2 FloatList, 3 Int64List."""
     if field == 1:
-        return _bytes_values(data, pos, end)
-    return _number_values(data, pos, end, floats=field == 2)
+        return _bytes_values(data, pos, end, budget)
+    return _number_values(data, pos, end, field == 2, budget)
 
 
-def _feature_values(data: memoryview, pos: int, end: int):
+def _feature_values(data: memoryview, pos: int, end: int, budget: _Budget):
     """A Feature's values: byte views (`ByteValues`), or a float32 / int64 array."""
     if pos < end and data[pos] in (0x0A, 0x12, 0x1A):  # one list, the usual case
         start = _single_field(data, pos, end, data[pos])
         if start is not None:
-            return _list_values(data, data[pos] >> 3, start, end)
+            return _list_values(data, data[pos] >> 3, start, end, budget)
     result = []
-    for field, wire, value in _fields(data, pos, end):
+    for field, wire, value in _fields(data, pos, end, budget):
         if wire == 2 and field in (1, 2, 3):
-            result = _list_values(data, field, *value)
+            result = _list_values(data, field, *value, budget)
     return result
 
 
-def _map_entry(data: memoryview, pos: int, end: int):
+def _map_entry(data: memoryview, pos: int, end: int, budget: _Budget):
     """(name, values) of one Features.feature map entry; name None if it has none."""
     if pos < end and data[pos] == 0x0A:  # the usual case: the name, then the Feature
         size, key_start = _varint(data, pos + 1)
@@ -203,13 +244,13 @@ def _map_entry(data: memoryview, pos: int, end: int):
         value_start = _single_field(data, key_end, end, 0x12)
         if value_start is not None:
             key = bytes(data[key_start:key_end]).decode("utf-8")
-            return key, _feature_values(data, value_start, end)
+            return key, _feature_values(data, value_start, end, budget)
     key, values = None, []
-    for part, part_wire, part_value in _fields(data, pos, end):
+    for part, part_wire, part_value in _fields(data, pos, end, budget):
         if part == 1 and part_wire == 2:
             key = bytes(data[part_value[0] : part_value[1]]).decode("utf-8")
         elif part == 2 and part_wire == 2:
-            values = _feature_values(data, *part_value)
+            values = _feature_values(data, *part_value, budget)
     return key, values
 
 
@@ -219,18 +260,20 @@ def parse_example(record) -> dict:
     Bytes values are a sequence of memoryviews into `record` (`ByteValues`: the
     frames are not copied);
     floats come as float32 arrays, ints as int64 arrays. Raises ValueError if
-    the bytes are not a well-formed Example.
+    the bytes are not a well-formed Example, or hold a list of more than MAX_VALUES
+    values or more than MAX_PARSED values and fields in all (read no further).
     """
     view = memoryview(record).cast("B")
     features = {}
+    budget = _Budget()
     try:
-        for field, wire, value in _fields(view, 0, len(view)):
+        for field, wire, value in _fields(view, 0, len(view), budget):
             if field != 1 or wire != 2:  # Example.features
                 continue
-            for entry_field, entry_wire, entry in _fields(view, *value):
+            for entry_field, entry_wire, entry in _fields(view, *value, budget):
                 if entry_field != 1 or entry_wire != 2:  # Features.feature (a map entry)
                     continue
-                key, values = _map_entry(view, *entry)
+                key, values = _map_entry(view, *entry, budget)
                 if key is not None:
                     features[key] = values
     except (ValueError, IndexError, UnicodeDecodeError) as e:

@@ -15,7 +15,13 @@ import numpy as np
 
 from video_tfrecords.clips import audio as clip_audio
 from video_tfrecords.clips import keys
-from video_tfrecords.records import dataset_files, example_parser, schema, shard_reader
+from video_tfrecords.records import (
+    dataset_files,
+    example_parser,
+    example_values,
+    schema,
+    shard_reader,
+)
 from video_tfrecords.records.checksums import CheckedFrames, CorruptRecordError
 
 __all__ = ["SplitExamples", "StoredExample"]
@@ -67,6 +73,10 @@ class SplitExamples:
             if feature.is_scalar and name not in schema.REQUIRED
         }
         self.label_names = dataset_files.read_label_names(dataset_dir)
+        # How many classes a label may name (the names listed, else features.json's count).
+        self.num_classes = len(self.label_names or ()) or self.features[schema.LABEL].num_classes
+        shape = self.features[schema.VIDEO].shape  # (frames, height, width, 3), -1 unknown
+        self.frame_shape = tuple(shape[1:3]) if min(shape[1:3]) > 0 else None
         self.kinds = schema.annotation_kinds(self.features)
         self._new_fingerprint_cache()
 
@@ -85,15 +95,19 @@ class SplitExamples:
         return int(feature.shape[1])
 
     def audio_rate(self, index: int) -> int | None:
-        """Samples per second of record `index`'s audio (one rate per dataset)."""
-        rate = example_parser.parse_example(self.reader.read(index)).get(schema.AUDIO_RATE)
-        return None if rate is None or not len(rate) else int(rate[0])
+        """Samples per second of record `index`'s audio (one rate per dataset), checked."""
+        where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
+        try:
+            parsed = example_parser.parse_example(self.reader.read(index))
+        except ValueError as e:
+            raise CorruptRecordError(f"{where()}: {e}") from e
+        return example_values.Values(parsed, where).rate(schema.AUDIO_RATE)
 
     def _new_fingerprint_cache(self) -> None:
         """Room for each video's content fingerprint, hashed on its first seeded read here
         (datasets before 2.2.0 do not store it); 9 bytes a record."""
-        self._fingerprints = np.zeros(len(self), np.int64)
-        self._fingerprinted = bytearray(len(self))  # set after its fingerprint is stored
+        self._fingerprints = np.zeros(len(self), np.int64)  # (pages taken as used)
+        self._fingerprinted = np.zeros(len(self), np.bool_)  # set once it is stored
 
     def __getstate__(self):
         state = self.__dict__.copy()  # a copy (a worker) hashes on its own first reads
@@ -117,94 +131,121 @@ class SplitExamples:
 
     def interpret(self, index: int, record, spec, *, seeded: bool) -> StoredExample:
         """Record `index` (its bytes `record`) as a clip of `spec` (a `ClipSpec`) reads it;
-        `seeded`: the clip is drawn with a seed, so it needs the video's fingerprint."""
+        `seeded`: the clip is drawn with a seed, so it needs the video's fingerprint. Every
+        value taken is checked (`example_values`): a damaged or hostile record raises
+        CorruptRecordError naming the value, the video and the record."""
         where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
         try:
             parsed = example_parser.parse_example(record)
         except ValueError as e:
             raise CorruptRecordError(f"{where()}: {e}") from e
+        values = example_values.Values(parsed, where)
+        filename = values.text(schema.FILENAME)
         missing = [name for name in schema.REQUIRED if not len(parsed.get(name, ()))]
-        if schema.FILENAME not in missing:
-            filename = bytes(parsed[schema.FILENAME][0]).decode("utf-8", "replace")
         if missing:
-            video = "" if schema.FILENAME in missing else f" (video `{filename}`)"
+            video = "" if filename is None else f" (video `{filename}`)"
             raise CorruptRecordError(f"{where()}{video} has no {', '.join(missing)}.")
         video_where = lambda: f"video `{filename}` ({where()})"
-        frames = parsed[schema.VIDEO]
+        values.where = video_where
+        frames = values.list(schema.VIDEO, "bytes")
         if self.frame_checks:
-            checksums = parsed.get(schema.FRAME_CHECKSUMS, ())
-            if not isinstance(frames, example_parser.ByteValues):
-                raise CorruptRecordError(f"{video_where()}: its frames are not bytes.")
+            checksums = values.list(schema.FRAME_CHECKSUMS, "int")
+            checksums = () if checksums is None else checksums
             frames = CheckedFrames(frames, checksums, video_where)
             self.reader.check_outside_frames(index, record, parsed[schema.VIDEO], checksums)
+        label = example_values.check_label(
+            values, values.one(schema.LABEL, "int"), self.num_classes
+        )
+        times = values.list(schema.TIMESTAMPS, "float")
+        if times is not None:
+            times = example_values.check_times(values, np.asarray(times), len(frames))
         inputs = {
-            argument: self._input(parsed, feature, video_where)
+            argument: self._input(values, feature, times)
             for argument, feature in schema.clip_inputs(spec).items()
             if feature != schema.FILENAME
         }
-        inputs["name"] = filename
+        if spec.audio:
+            example_values.check_audio(values, inputs["audio"], inputs["audio_rate"], times)
+        inputs.update(name=filename, frame_shape=self._frame_shape(values))
         if seeded:
-            inputs["fingerprint"] = self._fingerprint(index, frames, parsed)
-        scalars = {
-            name: _scalar(feature, parsed[name])
-            for name, feature in self.scalars.items()
-            if name in parsed and len(parsed[name])
-        }
+            inputs["fingerprint"] = self._fingerprint(index, frames, values)
+        scalars = {}
+        for name, feature in self.scalars.items():
+            kind = example_values.kind_for(feature.dtype, text=feature.kind == "Text")
+            value = values.one(name, "int" if feature.kind == "ClassLabel" else kind)
+            if value is not None:
+                scalars[name] = _scalar(feature, value)
         return StoredExample(
-            frames, int(parsed[schema.LABEL][0]), filename, inputs, scalars, where,
-            self._annotations(parsed),
-        )  # fmt: skip
+            frames, label, filename, inputs, scalars, where, self._annotations(values, times)
+        )
 
-    def _annotations(self, parsed: dict) -> dict | None:
+    def _frame_shape(self, values: example_values.Values) -> tuple[int, int] | None:
+        """The size every frame of the record must have: the dataset's (a config's `size`),
+        else the record's own stored size (2.5.0 on), else unknown (the first frame's)."""
+        stored = values.frame_size()
+        if self.frame_shape is not None and stored not in (None, self.frame_shape):
+            raise values.error(
+                f"its frames are said to be {stored[1]}x{stored[0]}, but the dataset's are "
+                f"{self.frame_shape[1]}x{self.frame_shape[0]}"
+            )
+        return self.frame_shape or stored
+
+    def _annotations(self, values: example_values.Values, times) -> dict | None:
         """The stored labels with their segments, and captions, as `clips.labels.annotate`
-        reads them; None for a dataset without them."""
+        reads them (which checks how they fit together); None for a dataset without them."""
         if not self.kinds & {schema.LABELS_KIND, schema.CAPTIONS_KIND}:
             return None
-        floats = lambda name: np.asarray(parsed.get(name, ()), np.float64)
-        found = {"timestamps": floats(schema.TIMESTAMPS)}
+
+        def numbers(name, kind="float"):
+            found = values.list(name, kind)
+            return np.asarray(() if found is None else found, _DTYPES[kind])
+
+        found = {"timestamps": numbers(schema.TIMESTAMPS) if times is None else times}
+        for bound in (schema.SPAN_START, schema.SPAN_END):
+            found[bound] = values.one(bound, "float")
         if schema.LABELS_KIND in self.kinds:
             segments = schema.LABEL_SEGMENTS
             found.update(
-                labels=np.asarray(parsed.get(schema.LABELS, ()), np.int64),
-                segment_label=np.asarray(parsed.get(f"{segments}/label", ()), np.int64),
-                segment_start=floats(f"{segments}/start"),
-                segment_end=floats(f"{segments}/end"),
-                num_classes=len(self.label_names or ()),
+                labels=numbers(schema.LABELS, "int"),
+                segment_label=numbers(f"{segments}/label", "int"),
+                segment_start=numbers(f"{segments}/start"),
+                segment_end=numbers(f"{segments}/end"),
+                num_classes=self.num_classes or 0,
             )
         if schema.CAPTIONS_KIND in self.kinds:
             captions = schema.CAPTIONS
+            text = values.list(f"{captions}/text", "bytes")
             found.update(
-                text=[bytes(t) for t in parsed.get(f"{captions}/text", ())],
-                start=floats(f"{captions}/start"),
-                end=floats(f"{captions}/end"),
+                text=[bytes(t) for t in (() if text is None else text)],
+                start=numbers(f"{captions}/start"),
+                end=numbers(f"{captions}/end"),
             )
         return found
 
-    def _input(self, parsed: dict, feature: str, where):
-        """One clip input from the record: the frames' times, a scalar, or the audio's samples
-        as an int16 view of its bytes."""
-        values = parsed.get(feature)
+    def _input(self, values: example_values.Values, feature: str, times):
+        """One clip input from the record, checked: the frames' times, the frame rate, the
+        audio's samples (an int16 view of its bytes) and their rate."""
         if feature == schema.AUDIO:
-            if not isinstance(values, example_parser.ByteValues) or len(values) != 1:
-                raise CorruptRecordError(f"{where()} has no audio.")
+            data = values.one(schema.AUDIO, "bytes")
+            if data is None:
+                raise values.error("it has no audio")
             try:
-                return clip_audio.pcm_view(values[0], self.audio_channels())
+                return clip_audio.pcm_view(data, self.audio_channels())
             except ValueError as e:
-                raise CorruptRecordError(f"{where()}: {e}.") from None
-        if values is None or not len(values):
-            if feature == schema.AUDIO_RATE:
-                raise CorruptRecordError(f"{where()} has no audio_rate.")
-            return None
+                raise values.error(str(e)) from None
         if feature == schema.TIMESTAMPS:
-            return np.asarray(values, np.float32)
-        return values[0].item() if isinstance(values, np.ndarray) else values[0]
+            return None if times is None else np.asarray(times, np.float32)
+        value = values.rate(feature) if feature in (schema.FPS, schema.AUDIO_RATE) else None
+        if value is None and feature == schema.AUDIO_RATE:
+            raise values.error("it has no audio_rate")
+        return value
 
-    def _fingerprint(self, index: int, frames, parsed: dict) -> int:
+    def _fingerprint(self, index: int, frames, values: example_values.Values) -> int:
         """The video's `keys.video_fingerprint`: stored in the record (2.2.0 on, checked
         with it), else hashed once per process."""
-        stored = parsed.get(schema.FINGERPRINT)
-        if stored is not None and len(stored):
-            return int(stored[0])
+        stored = values.one(schema.FINGERPRINT, "int")
+        if stored is not None:
+            return stored
         if self._fingerprinted[index]:
             return int(self._fingerprints[index])
         fingerprint = keys.video_fingerprint(frames)
@@ -217,10 +258,13 @@ class SplitExamples:
         self.reader.close()
 
 
-def _scalar(feature: dataset_files.Feature, values):
-    """One value of a scalar feature: str for Text, else a NumPy scalar of its dtype."""
+_DTYPES = {"float": np.float64, "int": np.int64}
+
+
+def _scalar(feature: dataset_files.Feature, value):
+    """The value of a scalar feature: str for Text, else a NumPy scalar of its dtype."""
     if feature.kind == "Text":
-        return bytes(values[0]).decode("utf-8", "replace")
+        return bytes(value).decode("utf-8", "replace")
     if feature.kind == "ClassLabel":
-        return np.int64(values[0])
-    return np.asarray(values[0]).astype(feature.dtype or values.dtype)[()]
+        return np.int64(value)
+    return np.asarray(value).astype(feature.dtype or type(value))[()]

@@ -27,7 +27,7 @@ __all__ = [
 
 DATASET_NAME = "video_tfrecords"
 # The dataset's version (the builder's VERSION); a config without one gets it.
-DATASET_VERSION = "2.4.0"
+DATASET_VERSION = "2.5.0"
 RELEASE_NOTES = {
     "1.0.0": "Initial release.",
     "2.0.0": "Decoded with FFmpeg (PyAV): display aspect, per-frame timestamps, colour "
@@ -44,6 +44,8 @@ RELEASE_NOTES = {
     "(span_start, span_end; only its frames and audio are decoded and stored), several "
     "labels with their segments (labels, label_segments), captions (captions). Builds from "
     "text manifests keep the features of 2.3.0.",
+    "2.5.0": "frame_height, frame_width: the size of every stored frame, so that a reader "
+    "refuses a frame whose header claims another size before decoding it.",
 }
 
 # Feature names.
@@ -52,6 +54,7 @@ LABEL = "label"
 FILENAME = "filename"
 FRAME_CHECKSUMS = "frame_crc32c"  # each frame's CRC32C (2.1.0 on)
 FINGERPRINT = "video_fingerprint"  # the stored clips.keys.video_fingerprint (2.2.0 on)
+FRAME_HEIGHT, FRAME_WIDTH = "frame_height", "frame_width"  # every frame's size (2.5.0 on)
 TIMESTAMPS = "timestamps"
 FPS = "fps"
 AUDIO = "audio"
@@ -167,6 +170,8 @@ def features(config, kinds=frozenset()) -> tfds.features.FeaturesDict:
                 "The frames' content fingerprint (clips.keys.video_fingerprint), "
                 "which seeded clips are keyed on.",
             ),
+            FRAME_HEIGHT: _scalar(np.int32, "Height of every stored frame, in pixels."),
+            FRAME_WIDTH: _scalar(np.int32, "Width of every stored frame, in pixels."),
             TIMESTAMPS: tfds.features.Tensor(
                 shape=(None,),
                 dtype=np.float32,

@@ -21,6 +21,8 @@ from video_tfrecords.records.tfrecord_shard import TfRecordShard
 
 __all__ = ["SplitReader"]
 
+_TFRECORD_BYTES = 16  # the least a TFRecord record takes: its length, data and CRCs
+
 
 class SplitReader:
     """Records of one split by global index (TFDS's order: shard by shard), opened lazily.
@@ -33,9 +35,15 @@ class SplitReader:
 
     def __init__(self, shards: Shards, check_records: bool = True):
         self.shards = shards
-        for path in shards.paths:
+        for path, length in zip(shards.paths, shards.lengths):
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"Shard {path} of split {shards.split!r} is missing.")
+            size = os.path.getsize(path)
+            if length * (_TFRECORD_BYTES if shards.file_format == "tfrecord" else 1) > size:
+                raise CorruptRecordError(
+                    f"dataset_info.json says {path} holds {length} records: more than its "
+                    f"{size} bytes can."
+                )
         if shards.file_format == "array_record":
             self._files = [ArrayRecordShard(path) for path in shards.paths]
         else:

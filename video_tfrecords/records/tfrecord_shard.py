@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterable
 
 import numpy as np
+from awscrt.checksums import crc32c
 
 from video_tfrecords.records.checksums import (
     CorruptRecordError,
@@ -30,6 +31,11 @@ __all__ = ["TfRecordShard", "write_tfrecord"]
 
 _TFRECORD_HEADER = 12  # uint64 length + uint32 masked CRC of the length
 _TFRECORD_FOOTER = 4  # uint32 masked CRC of the data
+# Protobuf's limit on a message (the build writes at most 1 GiB): a longer record is refused.
+MAX_RECORD_BYTES = (1 << 31) - 1
+# Frames past which a record's first check reads all its bytes (27 GB/s) rather than folding in
+# each frame's checksum (a Python step a frame).
+_FOLDED_FRAMES = 4096
 # Opening a file and indexing it happen once per process, even with reader threads
 # (Grain's). Re-entrant: indexing opens the file.
 _OPENING = ForkSafeLock(threading.RLock)
@@ -109,6 +115,11 @@ class TfRecordShard:
                     f"{self.path}: record {len(offsets)} (byte {pos}) has a corrupt length "
                     "(CRC32C mismatch)."
                 )
+            if size > MAX_RECORD_BYTES:
+                raise CorruptRecordError(
+                    f"{self.path}: record {len(offsets)} (byte {pos}) claims {size} bytes: more "
+                    f"than a tf.train.Example holds ({MAX_RECORD_BYTES})."
+                )
             if pos + _TFRECORD_HEADER + size + _TFRECORD_FOOTER > end:
                 raise CorruptRecordError(
                     f"{self.path}: record {len(offsets)} (byte {pos}) is cut short: the file ends "
@@ -151,7 +162,10 @@ class TfRecordShard:
         start = int(self.offsets[index])
         (stored,) = struct.unpack_from("<I", self._file(), start + _TFRECORD_HEADER + data.nbytes)
         try:
-            crc = crc32c_outside_frames(data, frames, np.asarray(frame_crcs).tolist())
+            if len(frames) > _FOLDED_FRAMES:  # the frames are checked one by one as read anyway
+                crc = crc32c(data)
+            else:
+                crc = crc32c_outside_frames(data, frames, np.asarray(frame_crcs).tolist())
         except (OverflowError, ValueError, TypeError):  # a stored checksum out of range
             crc = None
         if crc is None or mask(crc) != stored:

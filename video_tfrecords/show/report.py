@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import os
 import re
 
@@ -114,12 +113,8 @@ def problem_item(record: dict) -> str:
 
 
 def _metadata(dataset_dir: str) -> dict:
-    """metadata.json (what the build wrote into info.metadata); empty if there is none."""
-    path = os.path.join(dataset_dir, "metadata.json")
-    if not os.path.isfile(path):
-        return {}
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    """metadata.json (what the build wrote into info.metadata), checked; empty if there is none."""
+    return dataset_files.read_metadata(dataset_dir)
 
 
 def _segments(videos) -> list[tuple[int, float]]:

@@ -12,7 +12,14 @@ import dataclasses
 import numpy as np
 
 from video_tfrecords.clips import jpeg
-from video_tfrecords.records import dataset_files, example_parser, schema, shard_reader
+from video_tfrecords.records import (
+    dataset_files,
+    example_parser,
+    example_values,
+    schema,
+    shard_reader,
+)
+from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = ["SplitRecords", "StoredVideo"]
 
@@ -51,11 +58,6 @@ class StoredVideo:
         return float(self.times[-1] - self.times[0]) + period
 
 
-def _first(parsed: dict, name: str, default=None):
-    values = parsed.get(name)
-    return values[0] if values is not None and len(values) else default
-
-
 class SplitRecords:
     """The records of one split of a prepared dataset folder, by index."""
 
@@ -68,49 +70,52 @@ class SplitRecords:
         return len(self.reader)
 
     def video(self, index: int) -> StoredVideo:
-        """Record `index` of the split (an error names its file if it is not an Example)."""
+        """Record `index` of the split; a CorruptRecordError names its file if it is not an
+        Example or holds values of the wrong kind (`example_values`)."""
         record = self.reader.read(index)
+        where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
         try:
             parsed = example_parser.parse_example(record)
         except ValueError as e:
-            raise ValueError(f"{self.reader.where(index)}, split {self.split!r}: {e}") from e
-        frames = parsed.get(schema.VIDEO) or ()
-        fps = _first(parsed, schema.FPS)
+            raise CorruptRecordError(f"{where()}: {e}") from e
+        values = example_values.Values(parsed, where)
+        frames = values.list(schema.VIDEO, "bytes") or ()
+        fps = values.one(schema.FPS, "float")
         fps = float(fps) if fps else None
-        stamps = parsed.get(schema.TIMESTAMPS)
+        stamps = values.list(schema.TIMESTAMPS, "float")
         if stamps is not None and len(stamps) == len(frames):
             times = np.asarray(stamps, np.float64)
         else:
             times = np.arange(len(frames), dtype=np.float64) / (fps or 1.0)
-        name = _first(parsed, schema.FILENAME, b"")
+        label, segment = values.one(schema.LABEL, "int"), values.one(schema.SEGMENT, "int")
+        has_audio = values.one("has_audio", "int")
         return StoredVideo(
-            label=int(_first(parsed, schema.LABEL, -1)),
-            filename=bytes(name).decode("utf-8", "replace"),
+            label=-1 if label is None else label,
+            filename=values.text(schema.FILENAME) or "",
             num_frames=len(frames),
             times=times,
             fps=fps,
             frame_size=jpeg.jpeg_size(frames[0]) if len(frames) else None,
-            segment=int(_first(parsed, schema.SEGMENT, 0)),
+            segment=segment or 0,
             record_bytes=len(memoryview(record).cast("B")),
-            has_audio=None if "has_audio" not in parsed else bool(_first(parsed, "has_audio")),
-            **self._annotations(parsed),
+            has_audio=None if "has_audio" not in parsed else bool(has_audio),
+            **self._annotations(values),
         )
 
-    def _annotations(self, parsed: dict) -> dict:
-        """The record's `labels`, `label_segments` and span, where the dataset stores them."""
+    def _annotations(self, values: example_values.Values) -> dict:
+        """The record's `labels`, `label_segments` and span, where the dataset stores them
+        (values of the wrong kind: CorruptRecordError)."""
         found = {}
         if schema.LABELS_KIND in self.kinds:
-            segments = [parsed.get(f"{schema.LABEL_SEGMENTS}/{key}", ()) for key in
-                        ("label", "start", "end")]  # fmt: skip
-            found["labels"] = tuple(int(c) for c in parsed.get(schema.LABELS, ()))
+            segments = [values.list(f"{schema.LABEL_SEGMENTS}/{key}", kind) or () for key, kind
+                        in (("label", "int"), ("start", "float"), ("end", "float"))]  # fmt: skip
+            found["labels"] = tuple(int(c) for c in values.list(schema.LABELS, "int") or ())
             found["segments"] = tuple(
                 (int(c), float(start), float(end)) for c, start, end in zip(*segments)
             )
         if schema.SPANS_KIND in self.kinds:
-            found["span"] = (
-                float(_first(parsed, schema.SPAN_START, 0.0)),
-                float(_first(parsed, schema.SPAN_END, 0.0)),
-            )
+            start, end = values.one(schema.SPAN_START, "float"), values.one(schema.SPAN_END, "float")
+            found["span"] = (float(start or 0.0), float(end or 0.0))
         return found
 
     def close(self) -> None:

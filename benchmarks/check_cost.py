@@ -1,0 +1,224 @@
+"""Frame header checks (issue 49) against a 16-frame clip's read, NumPy and TF paths.
+
+Sources: synthetic 340x256 H.264 videos (`video_sets.synthetic_videos`), built with the
+`default` config (JPEG q90, frames 340x256, each example's frame size stored). Reads: a
+16-frame clip, stride 2, of two recipes (a random 224 crop with flip; whole frames, centred),
+one pinned process, CPU ms per clip, each clip dropped before the next: `ClipSource` (NumPy)
+and `tfds.load` + `ClipDecoder` (tf.data, one pipeline read on). Each with the header checks
+(`clips.jpeg.Headers` on every decoded frame, before it is decoded; in the graph,
+`clips.jpeg_tf.checked_headers`: graph ops on the first frame's header and every frame's
+first bytes) against the same reader with them
+patched out, interleaved; and the checks' own CPU time for a clip's 16 frames against the
+clip's read, where the A/B's noise (a few percent) would hide them: on the NumPy path the
+checks timed alone, on the TF path a tf.data pipeline over the records' frames in memory with
+and without the graph's check (its difference).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+import video_sets
+from builds import build_dataset
+from timing import (
+    arguments,
+    interleave,
+    log,
+    median,
+    one_cpu,
+    pin,
+    ratio,
+    settled,
+    table,
+)
+
+RECIPES = {
+    "random 224 crop, flip": {"num_frames": 16, "stride": 2, "crop_size": (224, 224),
+                              "flip": True},
+    "whole frames, centred": {"num_frames": 16, "stride": 2, "mode": "center"},
+}  # fmt: skip
+CLIPS_PER_MEASURE = 60
+
+
+@contextlib.contextmanager
+def unchecked():
+    """The readers without their frame header checks (the benchmark's "off" variant): every
+    header passes, and the graph adds no check op."""
+    import tensorflow as tf
+
+    from video_tfrecords.clips import jpeg, jpeg_tf
+
+    saved = jpeg.frame_problem, jpeg.Headers.problem, jpeg_tf.checked_headers
+    jpeg.frame_problem = jpeg.Headers.problem = lambda *args, **kwargs: None
+    jpeg_tf.checked_headers = lambda *args, **kwargs: tf.constant(True)
+    try:
+        yield
+    finally:
+        jpeg.frame_problem, jpeg.Headers.problem, jpeg_tf.checked_headers = saved
+
+
+def numpy_reader(data_dir: str, clip: dict, checked: bool, clips: int):
+    from video_tfrecords import ClipSource
+
+    source = ClipSource("train", data_dir=data_dir, config="default", **clip)
+    seeds = iter(range(10**9))
+
+    def read():
+        with contextlib.nullcontext() if checked else unchecked():
+            for i in range(clips):
+                source.get(i % len(source), seed=next(seeds))
+
+    return read, source
+
+
+def graph_reader(data_dir: str, clip: dict, checked: bool, clips: int):
+    import tensorflow_datasets as tfds
+
+    from video_tfrecords import ClipDecoder
+
+    with contextlib.nullcontext() if checked else unchecked():  # the graph is traced here
+        loaded = tfds.load(
+            "video_tfrecords/default", split="train", data_dir=data_dir, download=False,
+            decoders={"video": ClipDecoder(seed=7, **clip)},
+            read_config=tfds.ReadConfig(try_autocache=False, interleave_cycle_length=1),
+        ).repeat()  # fmt: skip
+    examples = iter(loaded)  # one pipeline, read on: its start-up is not a clip's cost
+    return lambda: [next(examples)["video"].shape for _ in range(clips)]
+
+
+def graph_checks(data_dir: str, checked: bool, clips: int):
+    """The graph's header check alone (`jpeg_tf.checked_headers`) on 16 frames of each record
+    (every other one, as stride 2 takes), the records' frames held in memory (TFDS's parse is a
+    read's cost, not the check's): with `checked` False, the same pipeline without the check
+    (the difference is the check's cost)."""
+    import tensorflow as tf
+    import tensorflow_datasets as tfds
+
+    from video_tfrecords import EncodedFrames
+    from video_tfrecords.clips import backends, jpeg_tf
+
+    ops, wanted = backends.tf_ops(), tf.range(0, 32, 2, dtype=tf.int64)
+    loaded = tfds.load(
+        "video_tfrecords/default", split="train", data_dir=data_dir, download=False,
+        decoders={"video": EncodedFrames()},
+    )  # fmt: skip
+    examples = [(e["video"][:32], e["frame_height"], e["frame_width"]) for e in loaded]
+
+    @tf.autograph.experimental.do_not_convert
+    def check(frames, height, width):
+        chosen = tf.gather(frames, wanted)  # (the decoders' input: gathered either way)
+        if not checked:
+            return tf.strings.length(chosen)
+        size = (height, width)
+        with tf.control_dependencies(
+            [jpeg_tf.checked_headers(ops, frames, wanted, size, None, chosen)]
+        ):
+            return tf.strings.length(chosen)
+
+    records = tf.data.Dataset.from_tensor_slices(tuple(map(tf.stack, zip(*examples))))
+    read = iter(records.repeat().map(check))
+    return lambda: [next(read) for _ in range(clips)]
+
+
+def header_checks(source, clip: dict, clips: int):
+    """The header checks alone of the clips a source reads: every planned frame's, as
+    `decode_np` runs them (`jpeg.Headers`: the same frames, size and order)."""
+    from video_tfrecords.clips import jpeg
+    from video_tfrecords.records import example_parser
+
+    work = []
+    for i in range(clips):
+        index = i % len(source)
+        frames = example_parser.parse_example(source.reader.read(index))["video"]
+        planned = source.plan(index)
+        size = tuple(int(s) for s in planned["frame_size"])
+        wanted = dict.fromkeys(int(f) for f in planned["indices"].reshape(-1) if f >= 0)
+        work.append((frames, list(wanted), size))
+
+    def run():
+        for frames, wanted, size in work:
+            headers = jpeg.Headers(size)
+            for f in wanted:
+                headers.problem(frames[f])
+
+    return run
+
+
+def per_clip(read, clips: int):
+    """CPU s per clip of a pass, with what tf.data's threads do in the background for it."""
+
+    def measure():
+        start = settled()
+        read()
+        return (settled() - start) / clips
+
+    return measure
+
+
+def main() -> None:
+    """Builds the dataset once, times each reader with and without its header checks."""
+    parser = arguments(__doc__, "checks")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 9; 2 --quick)")
+    parser.add_argument("--cpu", type=int, default=one_cpu())
+    args = parser.parse_args()
+    rounds = args.rounds or (2 if args.quick else 9)
+    videos, frames = (2, 60) if args.quick else (6, 250)
+    out = os.path.join(args.out, "quick") if args.quick else args.out
+    start = time.perf_counter()
+    folder = os.path.join(out, f"sources_{videos}x{frames}")
+    paths = video_sets.synthetic_videos(folder, videos, frames, video_sets.HEIGHT, video_sets.WIDTH)
+    manual = video_sets.video_set(os.path.join(folder, "manual"), paths).manual_dir
+    data_dir = os.path.join(out, "data")
+    if not os.path.isdir(os.path.join(data_dir, "video_tfrecords", "default")):
+        log("building")
+        build_dataset(manual, data_dir, "default")
+    pin({args.cpu})
+    import cv2
+    import tensorflow as tf
+
+    cv2.setNumThreads(1)
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    clips = CLIPS_PER_MEASURE if not args.quick else 8
+    measures, sources = {}, {}
+    for recipe, clip in RECIPES.items():
+        for checked in (True, False):
+            read, sources[recipe] = numpy_reader(data_dir, clip, checked, clips)
+            read()  # warm-up: shards mapped, arrays pooled
+            measures["NumPy", recipe, checked] = per_clip(read, clips)
+            read = graph_reader(data_dir, clip, checked, clips)
+            read()  # warm-up: the graph's first runs
+            measures["tf.data", recipe, checked] = per_clip(read, clips)
+        alone = header_checks(sources[recipe], clip, clips)
+        measures["NumPy checks", recipe, True] = per_clip(alone, clips)
+    for checked in (True, False):  # the graph's check after TFDS's parse, and the parse alone
+        read = graph_checks(data_dir, checked, clips)
+        read()
+        measures["tf.data checks", "", checked] = per_clip(read, clips)
+    times = interleave(measures, rounds)
+    graph_alone = [a - b for a, b in zip(times["tf.data checks", "", True],
+                                         times["tf.data checks", "", False])]  # fmt: skip
+    rows = []
+    for path in ("NumPy", "tf.data"):
+        for recipe in RECIPES:
+            on, off = times[path, recipe, True], times[path, recipe, False]
+            alone = times["NumPy checks", recipe, True] if path == "NumPy" else graph_alone
+            cost = f"{median(alone) * 1e6:.0f}"
+            rows.append([path, recipe, f"{median(on) * 1e3:.2f}", f"{median(off) * 1e3:.2f}",
+                         ratio(on, off), cost, ratio(alone, on)])  # fmt: skip
+    header = ["path", "16-frame clip", "ms / clip, checked", "unchecked", "checked / unchecked",
+              "checks alone, µs / clip", "checks alone / read"]  # fmt: skip
+    print("\n".join([
+        f"Frame header checks against a 16-frame clip's read: CPU per clip on one core, "
+        f"{len(paths)} records of 340x256 frames read {clips} clips a measure, median of "
+        f"{rounds} interleaved rounds; ratios: median (min-max) of per-round ratios:",
+        "",
+        *table(header, rows),
+    ]))  # fmt: skip
+    log(f"done in {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

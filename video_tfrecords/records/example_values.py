@@ -1,0 +1,149 @@
+"""A parsed record's values as a reader takes them, each checked where it is taken.
+
+A record may be damaged, or written by anyone who can write a shard: its checksums then pass,
+and only what its values are can tell. Each value a reader uses is taken through `Values`,
+which checks its kind (bytes, ints, floats) and count, and the checks here its range: the
+label among the classes, times that are times, rates that are rates, audio that covers the
+frames, a frame size a frame can have. A value that fails raises CorruptRecordError naming the
+feature, the video and the record, in time and memory bounded by the record's own values
+(`example_parser` bounds how many a record may hold).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from video_tfrecords.clips import jpeg
+from video_tfrecords.clips.backends import NP_OPS
+from video_tfrecords.records import schema
+from video_tfrecords.records.example_parser import ByteValues
+from video_tfrecords.util.errors import CorruptRecordError
+
+__all__ = ["MAX_RATE", "Values", "check_audio", "check_label", "check_times", "kind_of"]
+
+MAX_RATE = 1_000_000  # per second: above any frame rate the build stores and any sample rate
+
+
+def kind_of(values) -> str:
+    """What a parsed feature holds: "bytes", "int", "float" or "none" (an empty list)."""
+    if isinstance(values, ByteValues):
+        return "bytes"
+    if isinstance(values, np.ndarray):
+        return "float" if values.dtype == np.float32 else "int"
+    return "none"
+
+
+def kind_for(dtype: str | None, text: bool = False) -> str:
+    """The kind a feature of `dtype` is stored as (TFDS: floats as a FloatList, other numbers
+    and bools as an Int64List, text and encoded tensors as a BytesList)."""
+    if text or dtype in (None, "string"):
+        return "bytes"
+    return "float" if dtype.startswith("float") else "int"
+
+
+class Values:
+    """The values of one parsed record, taken by name and checked (`where()` names the video
+    and the record in errors)."""
+
+    def __init__(self, parsed: dict, where: Callable[[], str]):
+        self.parsed, self.where = parsed, where
+
+    def error(self, text: str) -> CorruptRecordError:
+        return CorruptRecordError(f"{self.where()}: {text}.")
+
+    def list(self, name: str, kind: str):
+        """The values of feature `name`, which must hold `kind` (an empty list counts as none
+        of any kind); None if the record does not have it."""
+        values = self.parsed.get(name)
+        if values is None:
+            return None
+        found = kind_of(values)
+        if found not in (kind, "none"):
+            raise self.error(f"its {name} holds {found}, where the dataset stores {kind}")
+        return values
+
+    def one(self, name: str, kind: str):
+        """The single value of feature `name` (bytes as a memoryview, numbers as Python numbers),
+        None if the record does not have it."""
+        values = self.list(name, kind)
+        if values is None or not len(values):
+            return None
+        if len(values) != 1:
+            raise self.error(f"its {name} holds {len(values)} values, where it has one")
+        return values[0] if kind == "bytes" else values[0].item()
+
+    def text(self, name: str) -> str | None:
+        value = self.one(name, "bytes")
+        return None if value is None else bytes(value).decode("utf-8", "replace")
+
+    def count(self, name: str, top: int) -> int | None:
+        """An int feature that counts something: 1 to `top`."""
+        value = self.one(name, "int")
+        if value is not None and not 0 < value <= top:
+            raise self.error(f"its {name} is {value}, not 1 to {top}")
+        return value
+
+    def rate(self, name: str) -> float | None:
+        """A rate (frames or samples per second): finite, above 0 and at most MAX_RATE."""
+        value = self.one(name, "float" if name == schema.FPS else "int")
+        if value is not None and not 0 < value <= MAX_RATE:
+            raise self.error(f"its {name} is {value}: not a rate (above 0, at most {MAX_RATE})")
+        return value
+
+    def frame_size(self) -> tuple[int, int] | None:
+        """The stored size of every frame (2.5.0 on), one a frame can have."""
+        height = self.count(schema.FRAME_HEIGHT, jpeg.MAX_PIXELS)
+        width = self.count(schema.FRAME_WIDTH, jpeg.MAX_PIXELS)
+        if height is None or width is None:
+            return None
+        if height * width > jpeg.MAX_PIXELS:
+            raise self.error(
+                f"its frames are said to be {width}x{height}: more than the {jpeg.MAX_PIXELS} "
+                "pixels a stored frame may have"
+            )
+        return height, width
+
+
+def check_label(values: Values, label: int, num_classes: int | None) -> int:
+    """The example's label: one of the dataset's classes, or -1 (none) for a JSON Lines line
+    without one."""
+    if num_classes is not None and not -1 <= label < num_classes:
+        raise values.error(f"its label is {label}, not one of the dataset's {num_classes} classes")
+    return label
+
+
+def check_times(values: Values, times: np.ndarray, num_frames: int) -> np.ndarray:
+    """The frames' timestamps: one a frame, each finite and >= 0, none before the one before
+    it; within the example's span when it stores one."""
+    if len(times) != num_frames:
+        raise values.error(f"it has {num_frames} frames but {len(times)} timestamps")
+    if not NP_OPS.valid_times(times):
+        raise values.error(
+            "its timestamps are not times (each must be finite, >= 0, and none before the one "
+            "before it)"
+        )
+    start = values.one(schema.SPAN_START, "float")
+    end = values.one(schema.SPAN_END, "float")
+    if start is not None and end is not None and len(times):
+        slack = 1e-3  # s: float32 times and span ends
+        if not (0 <= start <= end and times[0] >= start - slack and times[-1] <= end + slack):
+            raise values.error(
+                f"its frames ({times[0]:g} s to {times[-1]:g} s) are outside its span "
+                f"({start:g} s to {end:g} s)"
+            )
+    return times
+
+
+def check_audio(values: Values, samples: np.ndarray, rate: int, times) -> None:
+    """Audio that covers the frames: sample j plays at (round(t0 * rate) + j) / rate, on to
+    at least the last frame's time (the build takes it to the next example's first frame)."""
+    if times is None or not len(times):
+        return
+    first, last = (int(np.floor(t * rate + 0.5)) for t in (times[0], times[-1]))
+    if len(samples) < last - first - 2:  # (float32 times: a sample either way)
+        raise values.error(
+            f"its audio is {len(samples)} samples at {rate}/s, short of its frames' "
+            f"{times[-1] - times[0]:.3f} s ({last - first} samples)"
+        )
