@@ -45,7 +45,9 @@ RELEASE_NOTES = {
     "labels with their segments (labels, label_segments), captions (captions). Builds from "
     "text manifests keep the features of 2.3.0.",
     "2.5.0": "frame_height, frame_width: the size of every stored frame, so that a reader "
-    "refuses a frame whose header claims another size before decoding it.",
+    "refuses a frame whose header claims another size before decoding it. start_frame is the "
+    "index of the example's first frame in the video (a span's was 0; with fps or num_frames, "
+    "the source frame's).",
 }
 
 # Feature names.
