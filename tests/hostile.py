@@ -76,21 +76,35 @@ def copy_with(source_dir, target_dir, records_of_shard: dict[int, list[bytes]]) 
     return target_dir
 
 
-def set_size(frame: bytes, height: int, width: int) -> bytes:
-    """A JPEG whose start-of-frame header claims height x width (the rest as it was)."""
-    data, pos = bytearray(frame), 2
-    while data[pos + 1] not in (0xC0, 0xC1, 0xC2):
+def _segment(data: bytes, markers: tuple[int, ...]) -> int | None:
+    """Where the first segment with one of `markers` starts; None if the header ends (a frame
+    cut short) before one."""
+    pos = 2
+    while pos + 3 < len(data):
+        if data[pos + 1] in markers:
+            return pos
         pos += 2 + (data[pos + 2] << 8 | data[pos + 3])
+    return None
+
+
+def set_size(frame: bytes, height: int, width: int) -> bytes:
+    """A JPEG whose start-of-frame header claims height x width (the rest as it was; a frame
+    cut before its header stays as it is)."""
+    data, pos = bytearray(frame), _segment(frame, (0xC0, 0xC1, 0xC2))
+    if pos is None or pos + 9 > len(data):
+        return frame
     data[pos + 5 : pos + 9] = struct.pack(">HH", height, width)
     return bytes(data)
 
 
 def bomb(frame: bytes, side: int) -> bytes:
     """The issue's frame: a real frame's header claiming side x side pixels, 16 bytes of scan
-    data and the end-of-image marker (a few hundred bytes in all)."""
-    data, pos = set_size(frame, side, side), 2
-    while data[pos + 1] != 0xDA:  # start of scan
-        pos += 2 + (data[pos + 2] << 8 | data[pos + 3])
+    data and the end-of-image marker (a few hundred bytes in all; a frame cut before its
+    start of scan: only its size claimed)."""
+    data = set_size(frame, side, side)
+    pos = _segment(data, (0xDA,))  # start of scan
+    if pos is None:
+        return data
     end = pos + 2 + (data[pos + 2] << 8 | data[pos + 3])
     return data[:end] + bytes(16) + b"\xff\xd9"
 

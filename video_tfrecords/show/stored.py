@@ -107,9 +107,9 @@ class SplitRecords:
         (values of the wrong kind: CorruptRecordError)."""
         found = {}
         if schema.LABELS_KIND in self.kinds:
-            segments = [values.list(f"{schema.LABEL_SEGMENTS}/{key}", kind) or () for key, kind
+            segments = [_listed(values, f"{schema.LABEL_SEGMENTS}/{key}", kind) for key, kind
                         in (("label", "int"), ("start", "float"), ("end", "float"))]  # fmt: skip
-            found["labels"] = tuple(int(c) for c in values.list(schema.LABELS, "int") or ())
+            found["labels"] = tuple(int(c) for c in _listed(values, schema.LABELS, "int"))
             found["segments"] = tuple(
                 (int(c), float(start), float(end)) for c, start, end in zip(*segments)
             )
@@ -120,3 +120,10 @@ class SplitRecords:
 
     def close(self) -> None:
         self.reader.close()
+
+
+def _listed(values: example_values.Values, name: str, kind: str):
+    """Feature `name`'s values, none where the record does not have it (an array's truth is
+    not its length)."""
+    found = values.list(name, kind)
+    return () if found is None else found
