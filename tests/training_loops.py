@@ -134,9 +134,7 @@ class TorchLoop:
         source = source_of(args)
         stateful = args["reader"] == "torch_stateful"
         start = 0 if saved is None or stateful else saved["step"]
-        sampler = source.sampler(
-            seed=args["seed"], batch_size=args["batch_size"], start_step=start
-        )
+        sampler = source.sampler(seed=args["seed"], batch_size=args["batch_size"], start_step=start)
         if stateful:
             from torchdata.stateful_dataloader import StatefulDataLoader as loader_type
         else:

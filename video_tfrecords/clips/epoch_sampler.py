@@ -45,7 +45,9 @@ class EpochSampler:
         self.shard_index = check_non_negative_int("shard_index", shard_index)
         if self.shard_index >= self.num_shards:
             raise ValueError(f"shard_index {shard_index} must be < num_shards {num_shards}.")
-        self.batch_size = None if batch_size is None else check_positive_int("batch_size", batch_size)
+        self.batch_size = (
+            None if batch_size is None else check_positive_int("batch_size", batch_size)
+        )
         if self.batch_size is None and (num_shards > 1 or start_step):
             raise ValueError(
                 "EpochSampler(num_shards=, start_step=) splits and counts global batches: "
@@ -132,7 +134,9 @@ class EpochSampler:
                     "start_step=, the global step, instead of a loader's state."
                 )
         if self._given_seed is not None and state["seed"] != self._given_seed:
-            raise ValueError(f"This sampler's seed is {self._given_seed}, the checkpoint's {state['seed']}.")
+            raise ValueError(
+                f"This sampler's seed is {self._given_seed}, the checkpoint's {state['seed']}."
+            )
         self.seed, self.epoch, self.pending = state["seed"], state["epoch"], None
 
 

@@ -83,7 +83,11 @@ def _positions(length: int, seed, training: bool, start, stop) -> tf.data.Datase
             shuffle_seed = tf.stack([epoch_seed, tf.constant(0, tf.int64)])
             indices = tf.random.experimental.stateless_shuffle(indices, seed=shuffle_seed)
         skip = tf.where(tf.equal(epoch, first_epoch), start - epoch * length, 0)
-        last = length if stop is None else tf.minimum(tf.constant(length, tf.int64), stop - epoch * length)
+        last = (
+            length
+            if stop is None
+            else tf.minimum(tf.constant(length, tf.int64), stop - epoch * length)
+        )
         indices = indices[skip:last]
         return tf.data.Dataset.from_tensor_slices((indices, tf.fill(tf.shape(indices), epoch_seed)))
 
