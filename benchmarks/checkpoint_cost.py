@@ -152,8 +152,8 @@ def main():
         series = {k: [r[k] for r in runs] for k in runs[0]}
         rows.append([
             label, f"{median(series['bytes']):,.0f}", f"{median(series['save']):.0f}",
-            f"{median(series['restore']):.0f} vs {median(series['first']):.0f}: "
-            f"{ratio(series['restore'], series['first'])}x",
+            (f"{median(series['restore']):.0f} vs {median(series['first']):.0f}: "
+             f"{ratio(series['restore'], series['first'])}x"),
         ])  # fmt: skip
     rows += loader_states(data_dir, batch, crop)
     print("\n".join(table(
