@@ -18,6 +18,7 @@ BENCHMARKS = {  # name: script
     "overview": "overview.py",
     "peers": "peers.py",
     "clip_dataset": "clip_dataset_speed.py",
+    "checkpoint": "checkpoint_cost.py",
     "recipes": "recipe_speed.py",
     "build_memory": "build_memory.py",
     "resume": "resume.py",

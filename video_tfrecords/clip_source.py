@@ -163,14 +163,32 @@ class ClipSource:
         """
         self._epoch = check_non_negative_int("epoch", epoch)
 
-    def sampler(self, *, shuffle: bool = True, seed: int | None = None) -> EpochSampler:
+    def sampler(
+        self, *, shuffle: bool = True, seed: int | None = None, batch_size: int | None = None,
+        shard_index: int = 0, num_shards: int = 1, start_step: int = 0,
+    ) -> EpochSampler:  # fmt: skip
         """Indices for a `torch.utils.data.DataLoader(source, sampler=...)` that carry the epoch.
 
-        Call the sampler's `set_epoch(e)` before each epoch: it yields e * len + i (record i,
-        epoch e), so every worker, persistent or not, reads epoch e's clips. `seed` shuffles
-        the order (a fresh order every epoch without one).
+        It yields e * len + i (record i, epoch e), so every worker, persistent or not, reads
+        epoch e's clips; a pass run to its end moves it to the next epoch (or `set_epoch(e)`),
+        and its `state_dict` holds the epoch (torchdata's `StatefulDataLoader` resumes with it).
+        `seed` shuffles the order (a fresh order every epoch without one). For DDP, every rank
+        passes batch_size (the DataLoader's), shard_index=rank, num_shards=world size and the
+        same seed, on a source of the whole split: step s's global batch is then the same on
+        any number of ranks, and `start_step=s` resumes at it (`EpochSampler`).
         """
-        return EpochSampler(len(self), shuffle=shuffle, seed=seed)
+        return EpochSampler(
+            len(self), shuffle=shuffle, seed=seed, batch_size=batch_size,
+            shard_index=shard_index, num_shards=num_shards, start_step=start_step,
+        )  # fmt: skip
+
+    def grain_dataset(self):
+        """This source as a `grain.MapDataset` whose index e * len + i reaches it whole, so
+        Grain's epochs (`.shuffle(seed).repeat()`) reach the clips: `grain.MapDataset.source`
+        takes indices modulo the length, and every epoch would then give the same clips."""
+        from video_tfrecords.clips.epoch_grain import EpochMapDataset
+
+        return EpochMapDataset(self)
 
     def _epoch_seed(self, epoch: int) -> int | None:
         if self.spec.seed is None:

@@ -25,9 +25,9 @@ import tensorflow as tf
 
 from video_tfrecords.clip_source import ClipSource
 from video_tfrecords.clips import audio as clip_audio
-from video_tfrecords.clips import backends, buffers, keys
+from video_tfrecords.clips import backends, buffers, order_tf
 from video_tfrecords.clips import labels as clip_labels
-from video_tfrecords.clips.spec import ClipSpec, check_positive_int, is_int
+from video_tfrecords.clips.spec import ClipSpec, check_non_negative_int, check_positive_int, is_int
 from video_tfrecords.records import dataset_files, schema
 
 __all__ = ["clip_dataset"]
@@ -82,6 +82,8 @@ def clip_dataset(
     input_context: tf.distribute.InputContext | None = None,
     shard_index: int = 0,
     num_shards: int = 1,
+    start_step: int | tf.Variable = 0,
+    host_split: str | None = None,
     stride: int | tuple[int, int] = ClipSpec.stride,
     mode: str | None = None,
     num_clips: int = ClipSpec.num_clips,
@@ -112,10 +114,9 @@ def clip_dataset(
     `num_epochs` times (forever if None) and batches drop the remainder
     (static batch size; epochs are concatenated, then batched). Epoch e uses
     the seed `keys.epoch_seed(seed, e)` (seed itself, then `fold_in(seed, e)`)
-    for its order and its clips, the clips that `ClipSource(seed=seed)` gives
-    after `set_epoch(e)`, so clips change every
-    epoch yet a seeded run replays exactly; without a seed every epoch draws a
-    fresh order and every read a fresh clip.
+    for its order and its clips, those of `ClipSource(seed=seed)` after
+    `set_epoch(e)`: clips change every epoch yet a seeded run replays exactly;
+    without a seed every epoch draws a fresh order and every read a fresh clip.
 
     Evaluation (`training=False`): one ordered pass (unless `num_epochs`),
     clips default to mode="center" / crop="center", the last partial batch is
@@ -140,13 +141,27 @@ def clip_dataset(
             feature "video", a ClassLabel "label" and a Text "filename").
         input_context: a `tf.distribute.InputContext` (as
             `distribute_datasets_from_function` passes it): input pipeline
-            `input_pipeline_id` of `num_input_pipelines` reads its own disjoint part
-            of the split. Overrides shard_index / num_shards.
-        shard_index, num_shards: read only this contiguous, disjoint part of the
-            split (one per host), as `ClipSource` does.
+            `input_pipeline_id` of `num_input_pipelines` reads its share (`host_split`).
+            Overrides shard_index / num_shards.
+        shard_index, num_shards: this host's index and the number of hosts (`host_split`).
+        start_step: the global step the run starts at: its batches from there are an
+            unbroken run's, on any number of hosts (a checkpoint's step resumes a run). A
+            variable (Keras's `model.optimizer.iterations`) is read as each iterator starts,
+            so that `BackupAndRestore` resumes at its batch (do not also checkpoint such an
+            iterator). With input_context, a step is a batch of every replica.
+        host_split: "global_batches" (default in seeded training): each global batch
+            (batch_size x hosts) is drawn from the whole split, host h taking its h-th
+            batch_size rows, so a step's batch, and `start_step`, do not depend on the number
+            of hosts. "contiguous" (default otherwise): host h reads the h-th contiguous part
+            of the split, shuffled on its own (hosts holding only their part's files;
+            unseeded runs, whose hosts cannot share an order).
         stride, mode, ..., labels, captions, segment: the clip: `ClipSpec`'s arguments (documented
             there, with its defaults), but `mode` and `crop` default by `training`
             ("random", else "center"); the clips' seed is `seed`'s, per epoch.
+
+    A run resumes after a preemption from a few KB: `tf.train.Checkpoint(data=iterator)`
+    saves the iterator's place, not the batches in flight (tf.data's symbolic checkpoints;
+    restored, it reads the next batches again); on another number of hosts, `start_step`.
 
     Returns:
         A `tf.data.Dataset` of `(clip, label)` batches: clips [B, T, H, W, 3]
@@ -171,16 +186,23 @@ def clip_dataset(
         num_epochs = 1
     if num_epochs is not None:
         num_epochs = check_positive_int("num_epochs", num_epochs)
+    batches_a_step = 1
     if input_context is not None:
         shard_index = input_context.input_pipeline_id
         num_shards = input_context.num_input_pipelines
-
+        batches_a_step = max(1, input_context.num_replicas_in_sync // num_shards)
+    host_split = order_tf.check_host_split(host_split, training, seed, num_shards)
+    if is_int(start_step):
+        start_step = check_non_negative_int("start_step", start_step)
+    elif not hasattr(start_step, "assign"):
+        raise ValueError(f"start_step must be an int or a variable, got {start_step!r}.")
+    contiguous = host_split == "contiguous"
     source = ClipSource(
         split,
         num_frames=num_frames,
         dataset_dir=_prepared_dir(name, data_dir, builder_kwargs),
-        shard_index=shard_index,
-        num_shards=num_shards,
+        shard_index=shard_index if contiguous else 0,
+        num_shards=num_shards if contiguous else 1,
         **clip_args,
     ).index_all()
     frame_size = tuple(None if s < 0 else s for s in source.features["video"].shape[1:3])
@@ -202,8 +224,11 @@ def clip_dataset(
     reader = BatchReader(
         source, clip_shape, seeded=seed is not None, audio_shape=audio_shape, extra=extra
     )
-    order = _epoch_orders(len(source), seed, training, num_epochs)
-    batches = order.batch(batch_size, drop_remainder=training)
+    batches = order_tf.host_batches(
+        len(source), seed=seed, training=training, batch_size=batch_size, num_epochs=num_epochs,
+        start_step=start_step, batches_a_step=batches_a_step,
+        host=0 if contiguous else shard_index, num_hosts=1 if contiguous else num_shards,
+    )  # fmt: skip
 
     def read(indices, seeds):
         types = [tf.uint8] + ([tf.float32] if audio_shape else []) + [tf.int64]
@@ -230,6 +255,9 @@ def clip_dataset(
     ds = batches.map(read, num_parallel_calls=num_parallel_calls, deterministic=True)
     options = tf.data.Options()
     options.autotune.enabled = False  # its model re-tunes all the time for a fixed-cost map
+    # An iterator's checkpoint holds its place (KBs), not the batches in flight (a batch of
+    # 32 float32 clips of 16 x 224 x 224 is 300 MB); restored, it decodes them again.
+    options.experimental_symbolic_checkpoint = True
     return ds.prefetch(1).with_options(options)
 
 
@@ -269,26 +297,6 @@ def _prepared_dir(name: str, data_dir, builder_kwargs) -> str:
     if kwargs:
         raise ValueError(f"builder_kwargs takes config and version only, got {sorted(kwargs)}.")
     return dataset_files.find_dataset_dir(data_dir, config, version, name=name)
-
-
-def _epoch_orders(length: int, seed, training: bool, num_epochs) -> tf.data.Dataset:
-    """(example index, epoch seed) pairs, epoch after epoch: each epoch's order and seed."""
-    epochs = tf.data.Dataset.counter() if num_epochs is None else tf.data.Dataset.range(num_epochs)
-
-    @tf.autograph.experimental.do_not_convert
-    def one_epoch(epoch):
-        if seed is None:
-            epoch_seed = keys.fresh_seed(backends.tf_ops())
-        else:
-            epoch_seed = keys.epoch_seed(seed, epoch)
-        indices = tf.range(length, dtype=tf.int64)
-        if training:  # the whole split, shuffled by the epoch's seed
-            shuffle_seed = tf.stack([epoch_seed, tf.constant(0, tf.int64)])
-            indices = tf.random.experimental.stateless_shuffle(indices, seed=shuffle_seed)
-        seeds = tf.fill([length], epoch_seed)
-        return tf.data.Dataset.from_tensor_slices((indices, seeds))
-
-    return epochs.flat_map(one_epoch)
 
 
 class BatchReader:
