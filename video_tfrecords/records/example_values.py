@@ -21,7 +21,9 @@ from video_tfrecords.records import schema
 from video_tfrecords.records.example_parser import ByteValues
 from video_tfrecords.util.errors import CorruptRecordError
 
-__all__ = ["MAX_RATE", "Values", "check_audio", "check_label", "check_times", "kind_of"]
+__all__ = [
+    "MAX_RATE", "Values", "check_audio", "check_label", "check_times", "kind_of", "pcm_view",
+]  # fmt: skip
 
 MAX_RATE = 1_000_000  # per second: above any frame rate the build stores and any sample rate
 
@@ -134,6 +136,15 @@ def check_times(values: Values, times: np.ndarray, num_frames: int) -> np.ndarra
                 f"({start:g} s to {end:g} s)"
             )
     return times
+
+
+def pcm_view(data, channels: int) -> np.ndarray:
+    """The stored int16 samples [samples, channels] of a record's audio bytes, as a view
+    (little-endian, as the build writes them); ValueError unless they are whole samples."""
+    if len(data) % (2 * channels):
+        raise ValueError(f"its audio is {len(data)} bytes, not whole int16 samples of "
+                         f"{channels} channel(s)")  # fmt: skip
+    return np.frombuffer(data, "<i2").reshape(-1, channels)
 
 
 def check_audio(values: Values, samples: np.ndarray, rate: int, times) -> None:

@@ -88,7 +88,7 @@ class SplitRecords:
         else:
             times = np.arange(len(frames), dtype=np.float64) / (fps or 1.0)
         label, segment = values.one(schema.LABEL, "int"), values.one(schema.SEGMENT, "int")
-        has_audio = values.one("has_audio", "int")
+        has_audio = values.one(schema.HAS_AUDIO, "int")
         return StoredVideo(
             label=-1 if label is None else label,
             filename=values.text(schema.FILENAME) or "",
@@ -98,7 +98,7 @@ class SplitRecords:
             frame_size=jpeg.jpeg_size(frames[0]) if len(frames) else None,
             segment=segment or 0,
             record_bytes=len(memoryview(record).cast("B")),
-            has_audio=None if "has_audio" not in parsed else bool(has_audio),
+            has_audio=None if schema.HAS_AUDIO not in parsed else bool(has_audio),
             **self._annotations(values),
         )
 
@@ -107,8 +107,9 @@ class SplitRecords:
         (values of the wrong kind: CorruptRecordError)."""
         found = {}
         if schema.LABELS_KIND in self.kinds:
-            segments = [_listed(values, f"{schema.LABEL_SEGMENTS}/{key}", kind) for key, kind
-                        in (("label", "int"), ("start", "float"), ("end", "float"))]  # fmt: skip
+            segments = [_listed(values, name, kind) for name, kind in (
+                (schema.SEGMENT_LABEL, "int"), (schema.SEGMENT_START, "float"),
+                (schema.SEGMENT_END, "float"))]  # fmt: skip
             found["labels"] = tuple(int(c) for c in _listed(values, schema.LABELS, "int"))
             found["segments"] = tuple(
                 (int(c), float(start), float(end)) for c, start, end in zip(*segments)
