@@ -17,7 +17,7 @@ from video_tfrecords.clips import backends, decode_np, keys, labels
 from video_tfrecords.clips.epoch_sampler import EpochSampler
 from video_tfrecords.clips.plan import clip_key
 from video_tfrecords.clips.spec import ClipSpec, check_non_negative_int, is_int
-from video_tfrecords.records import annotations, dataset_files, schema
+from video_tfrecords.records import annotations, built_from, dataset_files, schema
 from video_tfrecords.records.checksums import CorruptRecordError
 from video_tfrecords.records.examples import SplitExamples, StoredExample
 
@@ -140,7 +140,7 @@ class ClipSource:
         """What the dataset was built from (its built_from.json): each split's manifest and
         video lines (with each file's size and modification time), the class names, the
         config's fields, the manual dir; None for a dataset built before this was recorded."""
-        return dataset_files.read_built_from(self.dataset_dir)
+        return built_from.read(self.dataset_dir)
 
     def __len__(self) -> int:
         return len(self._range)
