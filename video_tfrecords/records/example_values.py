@@ -23,6 +23,7 @@ from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = [
     "MAX_RATE", "Values", "check_audio", "check_label", "check_times", "kind_of", "pcm_view",
+    "scalars",
 ]  # fmt: skip
 
 MAX_RATE = 1_000_000  # per second: above any frame rate the build stores and any sample rate
@@ -106,6 +107,25 @@ class Values:
                 "pixels a stored frame may have"
             )
         return height, width
+
+
+def scalars(values: Values, features: dict) -> dict:
+    """The record's values of the scalar `features` (name -> `dataset_files.Feature`), each
+    taken checked: str for Text, else a NumPy scalar of the feature's dtype (a ClassLabel's
+    int64); a feature the record lacks is left out."""
+    found = {}
+    for name, feature in features.items():
+        kind = kind_for(feature.dtype, text=feature.kind == "Text")
+        value = values.one(name, "int" if feature.kind == "ClassLabel" else kind)
+        if value is None:
+            continue
+        if feature.kind == "Text":
+            found[name] = bytes(value).decode("utf-8", "replace")
+        elif feature.kind == "ClassLabel":
+            found[name] = np.int64(value)
+        else:
+            found[name] = np.asarray(value).astype(feature.dtype or type(value))[()]
+    return found
 
 
 def check_label(values: Values, label: int, num_classes: int | None) -> int:

@@ -174,12 +174,7 @@ class SplitExamples:
         inputs.update(name=filename, frame_shape=self._frame_shape(values))
         if seeded:
             inputs["fingerprint"] = self._fingerprint(index, frames, values)
-        scalars = {}
-        for name, feature in self.scalars.items():
-            kind = example_values.kind_for(feature.dtype, text=feature.kind == "Text")
-            value = values.one(name, "int" if feature.kind == "ClassLabel" else kind)
-            if value is not None:
-                scalars[name] = _scalar(feature, value)
+        scalars = example_values.scalars(values, self.scalars)
         return StoredExample(
             frames, label, filename, inputs, scalars, where, self._annotations(values, times)
         )
@@ -255,12 +250,3 @@ class SplitExamples:
 
 
 _DTYPES = {"float": np.float64, "int": np.int64}
-
-
-def _scalar(feature: dataset_files.Feature, value):
-    """The value of a scalar feature: str for Text, else a NumPy scalar of its dtype."""
-    if feature.kind == "Text":
-        return bytes(value).decode("utf-8", "replace")
-    if feature.kind == "ClassLabel":
-        return np.int64(value)
-    return np.asarray(value).astype(feature.dtype or type(value))[()]
