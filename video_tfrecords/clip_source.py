@@ -107,8 +107,9 @@ class ClipSource:
         self.dataset_dir = str(dataset_dir)
         self.split = split
         self.examples = SplitExamples(
-            self.dataset_dir, split, fingerprint_of=keys.video_fingerprint, check_records=check_records
-        )
+            self.dataset_dir, split, fingerprint_of=keys.video_fingerprint,
+            check_records=check_records,
+        )  # fmt: skip
         self._check_annotations()
         self.audio_channels = self.examples.audio_channels() if self.spec.audio else None
         self._range = dataset_files.index_range(len(self.examples), shard_index, num_shards)

@@ -26,8 +26,9 @@ from video_tfrecords.clips.backends import NP_OPS
 from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = [
-    "ANNOTATION_INPUTS", "CAPTION_COUNTER", "EARLIEST", "FRAME_TIMES", "FrameRange", "annotate", "caption_mode",
-    "check_asked", "check_stored", "clip_captions", "clip_labels", "segment_range", "view_spans",
+    "ANNOTATION_INPUTS", "CAPTION_COUNTER", "EARLIEST", "FRAME_TIMES", "FrameRange", "annotate",
+    "caption_mode", "check_asked", "check_stored", "clip_captions", "clip_labels",
+    "segment_range", "view_spans",
 ]  # fmt: skip
 
 # What `annotate` reads, by kind: stored multi-labels (ids and timed segments), captions.

@@ -201,7 +201,9 @@ def features(config, kinds=frozenset()) -> tfds.features.FeaturesDict:
             CODEC: tfds.features.Text(doc="FFmpeg's name of the source's codec."),
             SOURCE_HEIGHT: _scalar(np.int32, "Coded height of the source."),
             SOURCE_WIDTH: _scalar(np.int32, "Coded width of the source."),
-            SOURCE_NUM_FRAMES: _scalar(np.int32, "Frames of the source video, counted by decoding."),
+            SOURCE_NUM_FRAMES: _scalar(
+                np.int32, "Frames of the source video, counted by decoding."
+            ),
             DISPLAY_HEIGHT: _scalar(np.int32, "Height a player shows (SAR, rotation)."),
             DISPLAY_WIDTH: _scalar(np.int32, "Width a player shows (SAR, rotation)."),
             SAMPLE_ASPECT_RATIO: _scalar(np.float32, "Width of a source pixel / height."),
