@@ -17,7 +17,7 @@ from video_tfrecords.clips import backends, decode_np, keys, labels
 from video_tfrecords.clips.epoch_sampler import EpochSampler
 from video_tfrecords.clips.plan import clip_key
 from video_tfrecords.clips.spec import ClipSpec, check_non_negative_int, is_int
-from video_tfrecords.records import annotations, built_from, dataset_files, schema
+from video_tfrecords.records import annotation_inputs, built_from, dataset_files, schema
 from video_tfrecords.records.checksums import CorruptRecordError
 from video_tfrecords.records.examples import SplitExamples, StoredExample
 
@@ -305,9 +305,9 @@ class ClipSource:
 
     def _in_segment(self, stored: StoredExample, key) -> tuple:
         """(frames, clip inputs, first frame) a clip is drawn from: with `segment=True`, its
-        segment's (`records.annotations.segment_inputs`)."""
+        segment's (`records.annotation_inputs.segment_inputs`)."""
         notes = stored.annotations
-        return annotations.segment_inputs(
+        return annotation_inputs.segment_inputs(
             self.spec, notes, notes[labels.FRAME_TIMES], stored.frames, stored.inputs, key
         )
 

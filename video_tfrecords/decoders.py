@@ -32,7 +32,7 @@ import tensorflow_datasets as tfds
 from video_tfrecords import video_tfrecords_dataset_builder  # noqa: F401  (registers it)
 from video_tfrecords.clips import backends, decode_np, decode_tf, keys, labels, labels_tf
 from video_tfrecords.clips.spec import ClipSpec
-from video_tfrecords.records import annotations, schema
+from video_tfrecords.records import annotation_inputs, schema
 
 __all__ = ["ClipDecoder", "EncodedFrames"]
 
@@ -222,7 +222,7 @@ class ClipDecoder(tfds.decode.Decoder):
             stored = self._stored_annotations(example, num_classes)
             key = labels_tf.example_key(self.spec, frames, seed, example.get(schema.FINGERPRINT))
             times = example[schema.TIMESTAMPS]
-            frames, inputs, first = annotations.segment_inputs(
+            frames, inputs, first = annotation_inputs.segment_inputs(
                 self.spec, stored, times, frames, inputs, key,
                 find=labels_tf.segment_range_tf, cut=lambda f, first, stop: f[first:stop],
             )  # fmt: skip
@@ -250,8 +250,8 @@ class ClipDecoder(tfds.decode.Decoder):
                 "labels: info.features['labels'].feature.num_classes."
             )
         kinds = schema.annotation_kinds(example)
-        stored = annotations.stored_annotations(kinds, annotations.nested(example))
-        for name in annotations.STORED:
+        stored = annotation_inputs.stored_annotations(kinds, annotation_inputs.nested(example))
+        for name in annotation_inputs.STORED:
             example.pop(name, None)
         return stored
 

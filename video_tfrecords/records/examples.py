@@ -15,7 +15,7 @@ import numpy as np
 
 from video_tfrecords.clips import labels
 from video_tfrecords.records import (
-    annotations,
+    annotation_inputs,
     dataset_files,
     example_parser,
     example_values,
@@ -203,7 +203,7 @@ class SplitExamples:
             found = values.list(name, kind)
             return np.asarray(() if found is None else found, _DTYPES[kind])
 
-        found = annotations.stored_annotations(self.kinds, take)
+        found = annotation_inputs.stored_annotations(self.kinds, take)
         if found is None:
             return None
         if times is None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from video_tfrecords.clips import labels
 from video_tfrecords.records import schema
 
-__all__ = ["INPUTS", "STORED", "segment_inputs", "stored_annotations"]
+__all__ = ["INPUTS", "STORED", "nested", "segment_inputs", "stored_annotations"]
 
 # By kind: `clips.labels.annotate`'s word -> (the stored feature, its kind in a record).
 INPUTS = {
