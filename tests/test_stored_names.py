@@ -82,3 +82,19 @@ def test_the_scan_finds_a_name_and_leaves_docstrings_and_all_alone(tmp_path):
         'def f(example):\n    """has_audio"""\n    return example["has_audio"], "fps"\n'
     )
     assert spelled(source, stored_names() - SHARED_WORDS, tmp_path) == ["m.py:5: 'has_audio'"]
+
+
+def test_the_stored_format_does_not_depend_on_how_clips_are_keyed_or_cut():
+    # records/ reads what the build wrote; how seeded clips are keyed (clips.keys) and how a
+    # clip's audio is cut (clips.audio) are the readers' (they hand records the fingerprint).
+    imported = set()
+    for path in (PACKAGE / "records").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported |= {f"{node.module}.{alias.name}" for alias in node.names}
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+    assert not imported & {
+        "video_tfrecords.clips.keys", "video_tfrecords.clips.audio",
+    }, sorted(name for name in imported if ".clips" in name)  # fmt: skip
