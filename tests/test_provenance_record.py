@@ -413,3 +413,21 @@ def test_a_remote_file_is_known_through_etils_epath(tmp_path, monkeypatch):
     assert remote[1:4] == (len(data), stat.mtime, None)
     assert remote[4] == local[4]  # the same content, read through epath
     assert file_identity.identities([str(path)], {str(path): remote[1:]}) == [remote]
+
+
+def test_the_records_video_lines_are_read_by_name(manual, tmp_path):
+    from video_tfrecords.records import built_from
+
+    got = record(manual)
+    got["splits"]["test"]["videos"].append([9, "old.mp4", "c1", None, "/x/old.mp4", 5, 6])
+    provenance.write(tmp_path, got)
+    read = built_from.read(tmp_path)
+    v2 = built_from.video_lines(read["splits"]["train"])[2]
+    old = built_from.video_lines(read["splits"]["test"])[-1]
+    stat = os.stat(manual / "videos" / "v2.mp4")
+    assert (v2.line, v2.path, v2.label, v2.annotation) == (4, "videos/v2.mp4", "c0", None)
+    assert v2.file == str(manual / "videos" / "v2.mp4")
+    assert v2.identity[:3] == (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    assert len(v2.content) == 32
+    # A line of a format-1 record (no ctime, no content).
+    assert (old.path, old.size, old.mtime, old.ctime, old.content) == ("old.mp4", 5, 6, None, None)

@@ -17,7 +17,7 @@ from video_tfrecords.clips import backends, decode_np, keys, labels
 from video_tfrecords.clips.epoch_sampler import EpochSampler
 from video_tfrecords.clips.plan import clip_key
 from video_tfrecords.clips.spec import ClipSpec, check_non_negative_int, is_int
-from video_tfrecords.records import dataset_files, schema
+from video_tfrecords.records import annotation_inputs, built_from, dataset_files, schema
 from video_tfrecords.records.checksums import CorruptRecordError
 from video_tfrecords.records.examples import SplitExamples, StoredExample
 
@@ -106,7 +106,10 @@ class ClipSource:
             dataset_dir = dataset_files.find_dataset_dir(data_dir, config, version)
         self.dataset_dir = str(dataset_dir)
         self.split = split
-        self.examples = SplitExamples(self.dataset_dir, split, check_records=check_records)
+        self.examples = SplitExamples(
+            self.dataset_dir, split, fingerprint_of=keys.video_fingerprint,
+            check_records=check_records,
+        )  # fmt: skip
         self._check_annotations()
         self.audio_channels = self.examples.audio_channels() if self.spec.audio else None
         self._range = dataset_files.index_range(len(self.examples), shard_index, num_shards)
@@ -138,7 +141,7 @@ class ClipSource:
         """What the dataset was built from (its built_from.json): each split's manifest and
         video lines (with each file's size and modification time), the class names, the
         config's fields, the manual dir; None for a dataset built before this was recorded."""
-        return dataset_files.read_built_from(self.dataset_dir)
+        return built_from.read(self.dataset_dir)
 
     def __len__(self) -> int:
         return len(self._range)
@@ -255,11 +258,9 @@ class ClipSource:
         seed = self._epoch_seed(epoch)
         stored = self._stored(record_index, seed)
         frames, inputs, first = stored.frames, stored.inputs, 0
-        notes = stored.annotations
         with _located(stored):
-            if self.spec.segment and notes is not None and "segment_start" in notes:
-                fingerprint = inputs.get("fingerprint")
-                key = clip_key(backends.NP_OPS, self.spec, frames, seed, fingerprint)
+            if self.spec.segment and stored.annotations is not None:
+                key = clip_key(backends.NP_OPS, self.spec, frames, seed, inputs.get("fingerprint"))
                 frames, inputs, first = self._in_segment(stored, key)
             inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
             plan = decode_np.plan_np(self.spec, frames, seed, boxes=True, **inputs)
@@ -287,7 +288,7 @@ class ClipSource:
         if annotated:  # the whole example's key: the segment's and the captions' draws
             fingerprint = inputs.get("fingerprint")
             key = clip_key(backends.NP_OPS, self.spec, frames, seed, fingerprint)
-        if annotated and self.spec.segment and "segment_start" in stored.annotations:
+        if annotated:
             frames, inputs, first = self._in_segment(stored, key)
         video = decode_np.sample_np(self.spec, frames, seed, out=out, audio_out=audio_out, **inputs)
         example = {"label": stored.label, "filename": stored.filename}
@@ -297,22 +298,18 @@ class ClipSource:
             planned = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
             plan = decode_np.plan_np(self.spec, frames, seed, **planned)
             indices = np.where(plan["indices"] >= 0, plan["indices"] + first, -1)
-            times = stored.annotations["timestamps"]
+            times = stored.annotations[labels.FRAME_TIMES]
             found = labels.annotate(self.spec, stored.annotations, indices, times, key)
             example.update({k: v if k == "labels" else _text(v) for k, v in found.items()})
         return {"video": video, **example, **stored.scalars}
 
     def _in_segment(self, stored: StoredExample, key) -> tuple:
-        """(frames, clip inputs, first frame) of the segment a `segment=True` clip is drawn
-        in (`labels.segment_range`); the frames' fingerprint is then theirs, hashed."""
+        """(frames, clip inputs, first frame) a clip is drawn from: with `segment=True`, its
+        segment's (`records.annotation_inputs.segment_inputs`)."""
         notes = stored.annotations
-        first, stop = labels.segment_range(
-            notes["timestamps"], notes["segment_start"], notes["segment_end"], key
+        return annotation_inputs.segment_inputs(
+            self.spec, notes, notes[labels.FRAME_TIMES], stored.frames, stored.inputs, key
         )
-        inputs = {k: v for k, v in stored.inputs.items() if k != "fingerprint"}
-        if inputs.get("timestamps") is not None:
-            inputs["timestamps"] = inputs["timestamps"][first:stop]
-        return labels.FrameRange(stored.frames, first, stop), inputs, first
 
     def index_all(self) -> ClipSource:
         """Indexes every TFRecord shard now, so that pickled copies (workers) need not.

@@ -32,7 +32,7 @@ import tensorflow_datasets as tfds
 from video_tfrecords import video_tfrecords_dataset_builder  # noqa: F401  (registers it)
 from video_tfrecords.clips import backends, decode_np, decode_tf, keys, labels, labels_tf
 from video_tfrecords.clips.spec import ClipSpec
-from video_tfrecords.records import schema
+from video_tfrecords.records import annotation_inputs, schema
 
 __all__ = ["ClipDecoder", "EncodedFrames"]
 
@@ -221,18 +221,14 @@ class ClipDecoder(tfds.decode.Decoder):
         if annotated:
             stored = self._stored_annotations(example, num_classes)
             key = labels_tf.example_key(self.spec, frames, seed, example.get(schema.FINGERPRINT))
-        if annotated and self.spec.segment and "segment_start" in stored:
             times = example[schema.TIMESTAMPS]
-            first, stop = labels_tf.segment_range_tf(
-                times, stored["segment_start"], stored["segment_end"], key
-            )
-            frames = frames[first:stop]
-            if inputs.get("timestamps") is not None:
-                inputs["timestamps"] = inputs["timestamps"][first:stop]
+            frames, inputs, first = annotation_inputs.segment_inputs(
+                self.spec, stored, times, frames, inputs, key,
+                find=labels_tf.segment_range_tf, cut=lambda f, first, stop: f[first:stop],
+            )  # fmt: skip
         clip = self.sample(frames, seed, frame_size=frame_size, **inputs)
         if annotated:
             plan_inputs = {k: v for k, v in inputs.items() if k not in ("audio", "audio_rate")}
-            times = example[schema.TIMESTAMPS]
             example.update(
                 labels_tf.annotate_tf(
                     self.spec, frames, seed, stored, times, num_classes, key=key, first=first,
@@ -248,23 +244,15 @@ class ClipDecoder(tfds.decode.Decoder):
     def _stored_annotations(self, example: dict, num_classes) -> dict:
         """The stored labels, segments and captions (`labels.annotate`'s names), taken out of
         the example: the clip's own replace them."""
-        stored = {}
-        if schema.LABELS in example:
-            if num_classes is None:
-                raise ValueError(
-                    "decode_features(num_classes=...) is needed on a dataset with several "
-                    "labels: info.features['labels'].feature.num_classes."
-                )
-            segments = example.pop(schema.LABEL_SEGMENTS)
-            stored.update(
-                labels=example.pop(schema.LABELS), segment_label=segments["label"],
-                segment_start=segments["start"], segment_end=segments["end"],
-            )  # fmt: skip
-        if schema.CAPTIONS in example:
-            captions = example.pop(schema.CAPTIONS)
-            stored.update(text=captions["text"], start=captions["start"], end=captions["end"])
-        if schema.SPAN_START in example:  # where segments and captions start at the earliest
-            stored["span_start"] = example[schema.SPAN_START]
+        if schema.LABELS in example and num_classes is None:
+            raise ValueError(
+                "decode_features(num_classes=...) is needed on a dataset with several "
+                "labels: info.features['labels'].feature.num_classes."
+            )
+        kinds = schema.annotation_kinds(example)
+        stored = annotation_inputs.stored_annotations(kinds, annotation_inputs.nested(example))
+        for name in annotation_inputs.STORED:
+            example.pop(name, None)
         return stored
 
     # -- sampling ----------------------------------------------------------------

@@ -22,7 +22,6 @@ __all__ = [
     "SCALE",
     "cut_np",
     "cut_tf",
-    "pcm_view",
     "window_length",
     "window_np",
     "window_starts",
@@ -114,14 +113,6 @@ def window_tf(spec, indices, samples, rate, timestamps, source_fps):
     length = _checked_length(ops, spec, rate, source_fps)
     starts = window_starts(ops, indices, timestamps, source_fps, rate)
     return cut_tf(samples, starts, length, spec.num_views, views_axis=spec.multi_clip)
-
-
-def pcm_view(data, channels: int) -> np.ndarray:
-    """The stored int16 samples [samples, channels] of a record's audio bytes, as a view."""
-    if len(data) % (2 * channels):
-        raise ValueError(f"its audio is {len(data)} bytes, not whole int16 samples of "
-                         f"{channels} channel(s)")  # fmt: skip
-    return np.frombuffer(data, "<i2").reshape(-1, channels)
 
 
 def cut_np(samples: np.ndarray, starts, length: int, out=None) -> np.ndarray:

@@ -145,8 +145,9 @@ def sample_np(
     clips = clips if spec.multi_clip else clips[0]
     if not spec.audio:
         return clips
-    times = {"timestamps": timestamps, "source_fps": source_fps}
-    windows = clip_audio.window_np(spec, plan["indices"], audio, audio_rate, **times, out=audio_out)
+    windows = clip_audio.window_np(
+        spec, plan["indices"], audio, audio_rate, timestamps, source_fps, out=audio_out
+    )
     return clips, windows
 
 

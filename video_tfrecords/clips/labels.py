@@ -26,8 +26,9 @@ from video_tfrecords.clips.backends import NP_OPS
 from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = [
-    "ANNOTATION_INPUTS", "CAPTION_COUNTER", "FrameRange", "annotate", "caption_mode",
-    "check_asked", "check_stored", "clip_captions", "clip_labels", "segment_range", "view_spans",
+    "ANNOTATION_INPUTS", "CAPTION_COUNTER", "EARLIEST", "FRAME_TIMES", "FrameRange", "annotate",
+    "caption_mode", "check_asked", "check_stored", "clip_captions", "clip_labels",
+    "segment_range", "view_spans",
 ]  # fmt: skip
 
 # What `annotate` reads, by kind: stored multi-labels (ids and timed segments), captions.
@@ -35,6 +36,9 @@ ANNOTATION_INPUTS = {
     "labels": ("labels", "segment_label", "segment_start", "segment_end"),
     "captions": ("text", "start", "end"),
 }
+# With them: every stored frame's time, and where the example's span starts (segments and
+# captions begin there at the earliest).
+FRAME_TIMES, EARLIEST = "frame_times", "earliest"
 # The key's counters for the caption draws (one per view, + view) and the segment a clip is
 # sampled in: clear of keys' others.
 CAPTION_COUNTER = 2**34
@@ -83,7 +87,7 @@ def check_stored(stored: dict, num_frames: int | None = None) -> None:
     labels among the `num_classes`, a segment's label, start and end for each segment (within
     the example's span), a caption's text, start and end for each caption; and a timestamp for
     each of the example's `num_frames` frames (the highest planned one + 1 at least)."""
-    times = np.asarray(stored.get("timestamps", ()), np.float64)
+    times = np.asarray(stored.get(FRAME_TIMES, ()), np.float64)
     if num_frames is not None and times.size < num_frames:
         raise CorruptRecordError(
             f"The example has {num_frames} frames but {times.size} timestamps."
@@ -93,7 +97,7 @@ def check_stored(stored: dict, num_frames: int | None = None) -> None:
             "The example's timestamps are not times (each must be finite, >= 0, and none "
             "before the one before it)."
         )
-    span_start = stored.get("span_start")
+    span_start = stored.get(EARLIEST)
     if "labels" in stored:
         classes = int(stored["num_classes"])
         for name in ("labels", "segment_label"):
@@ -190,7 +194,7 @@ def annotate(spec, stored: dict, indices, timestamps, key) -> dict:
     "caption" (bytes, or [views] of them) or "captions" (list of bytes, or one per view) from
     `stored` "text", "start", "end". `indices`: the plan's [V, T]; `key`: the clip's uint64.
     The stored values are checked first (`check_stored`): CorruptRecordError."""
-    check_stored({**stored, "timestamps": timestamps}, int(np.max(indices, initial=-1)) + 1)
+    check_stored({**stored, FRAME_TIMES: timestamps}, int(np.max(indices, initial=-1)) + 1)
     starts, ends = view_spans(indices, timestamps)
     single = lambda values: values if spec.multi_clip else values[0]
     out = {}

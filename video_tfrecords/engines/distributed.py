@@ -195,8 +195,8 @@ def plan(
     tasks = run.plan(manual_dir, epath.Path(data_dir) / "downloads", decoder_threads=1)
     items = [(split, i, task) for split, group in tasks.items() for i, task in enumerate(group)]
     # Each video's size as the record of the inputs found it (0: missing).
-    videos = {split: record["videos"] for split, record in run.built_from["splits"].items()}
-    sizes = [videos[split][i][provenance.VIDEO.index("size")] or 0 for split, i, _ in items]
+    videos = {name: provenance.video_lines(s) for name, s in run.built_from["splits"].items()}
+    sizes = [videos[split][i].size or 0 for split, i, _ in items]
     return tasks, spread.spread(items, sizes, spread.group_count(len(items), cores))
 
 

@@ -20,11 +20,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 
 from video_tfrecords.config import RUN_FIELDS  # how a build runs: never a reason to rebuild
-from video_tfrecords.ingest.provenance import VIDEO
+from video_tfrecords.records.built_from import FIELDS, FIELDS_1
 from video_tfrecords.util.text import plural
 
 FEW = 5  # examples of each kind of change a message shows
-VIDEO_1 = VIDEO[:7]  # a video line of a record of format 1 (no ctime, no content)
 # tfds.core.BuilderConfig's own fields: the folder's name and version, and words about it.
 BASE_FIELDS = ("name", "version", "release_notes", "supported_versions", "description", "tags")
 ITEM_CHARS = 60  # a caption longer than this is cut in a message
@@ -66,7 +65,7 @@ def moves(old: Mapping, new: Mapping, few: int = FEW) -> str | None:
     for split, now in new["splits"].items():
         was = old["splits"].get(split)
         if was is not None and was["videos"] != now["videos"]:
-            same, _, _ = _pair(_rows(was["videos"], VIDEO), _rows(now["videos"], VIDEO), _whole)
+            same, _, _ = _pair(_rows(was["videos"], FIELDS), _rows(now["videos"], FIELDS), _whole)
             files += [(a["file"], b["file"]) for a, b in same if a["file"] != b["file"]]
     parts, folders = [], (old["manual_dir"], new["manual_dir"])
     if folders[0] != folders[1]:
@@ -168,8 +167,8 @@ def _split_changes(
         return [f"split {split}: no manifest now (it was {gone})"]
     if old["videos"] == new["videos"] and old["file"] == new["file"]:
         return []  # the usual case, at C speed (a 650k-line split: 0.1 s, not 10)
-    before = _rows(old["videos"], VIDEO if content else VIDEO_1)
-    after = _rows(new["videos"], VIDEO)
+    before = _rows(old["videos"], FIELDS if content else FIELDS_1)
+    after = _rows(new["videos"], FIELDS)
     same, before, after = _pair(before, after, _whole if content else _text)
     moved = []
     if content:  # the same video and annotation under another path: the videos moved

@@ -209,18 +209,19 @@ def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
     if not task.parts and not any(summaries):
         raise video_io.VideoError("no frame could be decoded")
     fields = {
-        "codec": info.codec,
-        "source_height": info.coded_height,
-        "source_width": info.coded_width,
-        "display_height": info.display_height,
-        "display_width": info.display_width,
-        "sample_aspect_ratio": float(info.sample_aspect_ratio),
-        "rotation": info.rotation,
+        schema.CODEC: info.codec,
+        schema.SOURCE_HEIGHT: info.coded_height,
+        schema.SOURCE_WIDTH: info.coded_width,
+        schema.DISPLAY_HEIGHT: info.display_height,
+        schema.DISPLAY_WIDTH: info.display_width,
+        schema.SAMPLE_ASPECT_RATIO: float(info.sample_aspect_ratio),
+        schema.ROTATION: info.rotation,
     }
     damage = [video.damage.note()]
     tracks = [w.audio for w in writers if w.audio is not None]
     if config.audio_rate is not None:
-        fields.update(has_audio=any(a.has_audio for a in tracks), audio_rate=config.audio_rate)
+        fields[schema.HAS_AUDIO] = any(a.has_audio for a in tracks)
+        fields[schema.AUDIO_RATE] = config.audio_rate
         damage += [a.damage.note() for a in tracks]
     damage = "; ".join(dict.fromkeys(filter(None, damage))) or None
     return {"fields": fields, "parts": summaries, "damage": damage, "notes": notes}
@@ -283,7 +284,8 @@ def examples_of(
         fields = {**summary["fields"], **summary["parts"][number]}
         if task.parts:
             part = task.parts[number]
-            fields.update(part.features, label=part.label, filename=part.entry.path)
+            fields.update(part.features)
+            fields.update({schema.LABEL: part.label, schema.FILENAME: part.entry.path})
             if schema.CAPTIONS in part.features:
                 times = fields[schema.SPAN_START], fields[schema.SPAN_END]
                 captions = part.features[schema.CAPTIONS]
@@ -291,15 +293,16 @@ def examples_of(
             key = part.key()
         else:
             del fields[schema.SPAN_START], fields[schema.SPAN_END]
-            fields.update(label=task.label, filename=task.entry.path)
+            fields.update({schema.LABEL: task.label, schema.FILENAME: task.entry.path})
             key = task.entry.path
+        frames = stored[schema.VIDEO]
         # What seeded clips are keyed on; stored so that a reader need not hash frames.
-        fingerprint = keys.video_fingerprint(stored["video"])
+        fingerprint = keys.video_fingerprint(frames)
         # Every frame's size (a video's are one), that readers check each frame's header by.
-        height, width = jpeg.jpeg_size(stored["video"][0])
-        size = {schema.FRAME_HEIGHT: height, schema.FRAME_WIDTH: width}
-        yield f"{key}#{stored['segment']}", {**fields, **stored, **size,
-                                             "video_fingerprint": fingerprint}  # fmt: skip
+        height, width = jpeg.jpeg_size(frames[0])
+        made = {schema.FRAME_HEIGHT: height, schema.FRAME_WIDTH: width}
+        made[schema.FINGERPRINT] = fingerprint
+        yield f"{key}#{stored[schema.SEGMENT]}", {**fields, **stored, **made}
 
 
 # -- reporting -------------------------------------------------------------------

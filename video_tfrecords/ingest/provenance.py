@@ -8,7 +8,8 @@ names (and labels.txt's hash), the config's fields, the manual dir and the encod
 A file that an earlier record (`previous`) found at the same path, size and times keeps that
 record's fingerprint: one stat a video, and reads only of new, moved or changed files.
 `write` puts it in `built_from.json` (plain JSON, one video a line: readable without
-TensorFlow, or by eye), `read` gets it back. `changes.differences` compares two records.
+TensorFlow, or by eye), `read` (`records.built_from`'s, its one reader) gets it back, its
+video lines by name. `changes.differences` compares two records.
 """
 
 from __future__ import annotations
@@ -22,18 +23,14 @@ from collections.abc import Mapping, Sequence
 from etils import epath
 
 from video_tfrecords.ingest import file_identity, manifest
-from video_tfrecords.records import dataset_files
+from video_tfrecords.records.built_from import FILE, VideoLine, video_lines
+from video_tfrecords.records.built_from import read  # noqa: F401  (the build reads it as ours)
 from video_tfrecords.util.paths import is_remote
-
-FILE = dataset_files.BUILT_FROM
 # Of this record's layout. 2: each video's ctime and content fingerprint (`file_identity`).
 FORMAT = 2
 # How the stored frames are made: a prepared dataset of another is stale. (Bump with a change
 # of what a build stores for the same inputs, not with the cache's layout, cache.FORMAT.)
 FRAMES_FORMAT = 5
-# A manifest line's fields in the record, in order (annotation: a JSON Lines line's other keys;
-# file: the resolved path; size, mtime, ctime, content: `file_identity.identity`).
-VIDEO = ("line", "path", "label", "annotation", "file", "size", "mtime", "ctime", "content")
 
 
 class StaleDatasetError(RuntimeError):
@@ -60,15 +57,14 @@ def known_files(record: Mapping | None) -> dict[str, tuple]:
     without content fingerprints, an earlier layout's)."""
     if not record or record.get("format", 1) < 2:
         return {}
-    start = VIDEO.index("file")
-    return {v[start]: tuple(v[start + 1 :]) for i in record["splits"].values() for v in i["videos"]}
+    return {v.file: v.identity for split in record["splits"].values() for v in video_lines(split)}
 
 
 def files_by_path(record: Mapping) -> dict[str, dict[str, tuple]]:
     """Split -> video path as written -> (resolved file, size, mtime, ctime, content), as the
     record found it."""
     return {
-        split: {v[1]: tuple(v[4:]) for v in info["videos"]}
+        split: {v.path: (v.file, *v.identity) for v in video_lines(info)}
         for split, info in record["splits"].items()
     }
 
@@ -112,7 +108,9 @@ def collect(
     splits = {}
     for split, entries in dataset.splits.items():
         file = _file_record(epath.Path(entries[0].manifest))
-        videos = [[e.line, e.path, e.label, _annotation(e), *next(found)] for e in entries]
+        videos = [
+            list(VideoLine(e.line, e.path, e.label, _annotation(e), *next(found))) for e in entries
+        ]
         splits[split] = {**file, "videos": videos}
     labels_path = manual_dir / manifest.LABELS_FILE
     return {
@@ -150,16 +148,6 @@ def write(folder: epath.PathLike, record: Mapping) -> None:
     temporary = epath.Path(folder) / f"{FILE}.partial"
     temporary.write_text("\n".join(parts), encoding="utf-8")
     temporary.replace(epath.Path(folder) / FILE)
-
-
-def read(folder: epath.PathLike) -> dict | None:
-    """The record of the dataset in `folder`, or None if it has none (built before records
-    were kept, or by other means)."""
-    path = epath.Path(folder) / FILE
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
 
 
 # -- what a build tells its user -------------------------------------------------------------

@@ -92,13 +92,13 @@ class Segment:
     def example(self) -> dict:
         """The segment's own fields; the video's shared fields are added when it is read."""
         example = {
-            "video": self.frames,
-            "frame_crc32c": np.asarray(self.crcs, np.uint32),
-            "timestamps": np.asarray(self.times, np.float32),
-            "start_frame": self.start,
+            schema.VIDEO: self.frames,
+            schema.FRAME_CHECKSUMS: np.asarray(self.crcs, np.uint32),
+            schema.TIMESTAMPS: np.asarray(self.times, np.float32),
+            schema.START_FRAME: self.start,
         }
         if self.audio is not None:  # from this segment's first frame to the next one's
-            example["audio"] = self.audio
+            example[schema.AUDIO] = self.audio
         return example
 
 
@@ -148,8 +148,8 @@ class SpanWriter:
         if self.audio is not None and whole:
             self.audio.read_to_end()  # its damage is of the whole stream
         return {
-            "fps": float(self._config.fps or frame_rate(self._times, nominal_fps)),
-            "source_num_frames": len(self.decoded),
+            schema.FPS: float(self._config.fps or frame_rate(self._times, nominal_fps)),
+            schema.SOURCE_NUM_FRAMES: len(self.decoded),
             schema.SPAN_START: self.start,
             schema.SPAN_END: min(
                 self.end, self.decoded[-1] + _last_period(self.decoded, nominal_fps)
@@ -179,7 +179,7 @@ class SpanWriter:
         """One example, its audio running to `end` (the next example's first frame's time)."""
         if self.audio is not None:
             done.set_audio(self.audio.take(audio_io.sample_at(end, self.audio.rate)))
-        self._add({**done.example(), "part": self.part, "segment": self._made})
+        self._add({**done.example(), "part": self.part, schema.SEGMENT: self._made})
         self._made += 1
 
 

@@ -99,9 +99,9 @@ def part_features(entry: manifest.Entry, ids: dict[str, int], kinds: frozenset[s
         own += [ids[label] for label in (note.labels if note else ())]
         features[schema.LABELS] = sorted({*own, *(label for _, _, label in segments)})
         features[schema.LABEL_SEGMENTS] = {
-            "label": [label for _, _, label in segments],
-            "start": [s for s, _, _ in segments],
-            "end": [e for _, e, _ in segments],
+            schema.SEGMENT_LABEL_FIELD: [label for _, _, label in segments],
+            schema.START_FIELD: [s for s, _, _ in segments],
+            schema.END_FIELD: [e for _, e, _ in segments],
         }
     if CAPTIONS in kinds:
         captions = [
@@ -117,9 +117,9 @@ def with_caption_times(captions: list, span_start: float, span_end: float) -> di
     """The stored form of `part_features`' captions: an untimed caption spans the example's
     span (it describes all of it)."""
     return {
-        "text": [text for text, _, _ in captions],
-        "start": [span_start if s is None else s for _, s, _ in captions],
-        "end": [span_end if e is None else e for _, _, e in captions],
+        schema.TEXT_FIELD: [text for text, _, _ in captions],
+        schema.START_FIELD: [span_start if s is None else s for _, s, _ in captions],
+        schema.END_FIELD: [span_end if e is None else e for _, _, e in captions],
     }
 
 

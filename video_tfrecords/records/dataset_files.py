@@ -28,38 +28,37 @@ __all__ = [
     "default_data_dir",
     "find_dataset_dir",
     "index_range",
-    "read_built_from",
     "read_features",
     "read_info",
+    "read_json",
     "read_label_names",
     "read_metadata",
     "split_shards",
 ]
 
 FILE_FORMATS = ("tfrecord", "array_record")
-BUILT_FROM = "built_from.json"  # what the build was made from (ingest/provenance.py writes it)
-# The largest JSON or label file read: built_from.json lists every video (about 120 bytes
-# each: 80 MB for 650,000); dataset_info.json, a few kB a split.
+# The largest JSON or label file read (built_from.json: its own, `built_from.MAX_BYTES`):
+# dataset_info.json, a few kB a split; labels, a line a class.
 MAX_FILE_BYTES = 256 << 20
 MAX_SHARD_RECORDS = 1 << 40  # (a shard is also checked against its file's size when opened)
 
 
-def _read_text(path: str) -> str:
-    """A metadata file's text (UTF-8), refused past MAX_FILE_BYTES before it is read."""
+def _read_text(path: str, limit: int = MAX_FILE_BYTES) -> str:
+    """A metadata file's text (UTF-8), refused past `limit` bytes before it is read."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        if size > MAX_FILE_BYTES:
+        if size > limit:
             raise CorruptRecordError(
-                f"{path} is {size} bytes: more than the {MAX_FILE_BYTES} a dataset's own "
+                f"{path} is {size} bytes: more than the {limit} a dataset's own "
                 "files take; not one TFDS or the build wrote."
             )
         return f.read().decode("utf-8")
 
 
-def _read_json(path: str, kind: type = dict):
+def read_json(path: str, kind: type = dict, limit: int = MAX_FILE_BYTES):
     """A JSON file of `kind` (a CorruptRecordError names the file otherwise); ValueError if it
     is not JSON."""
-    value = json.loads(_read_text(path))
+    value = json.loads(_read_text(path, limit))
     if not isinstance(value, kind):
         raise CorruptRecordError(f"{path} holds a JSON {type(value).__name__}, not an object.")
     return value
@@ -113,7 +112,7 @@ def default_config(name: str, dataset_root: str | None = None) -> str | None:
         if dataset_root is None or not os.path.isfile(path):
             return None
         try:
-            name = _read_json(path).get("default_config_name")
+            name = read_json(path).get("default_config_name")
         except ValueError as e:
             raise CorruptRecordError(f"Cannot read {path}: {e}") from None
         if name is not None and not isinstance(name, str):
@@ -180,7 +179,7 @@ def read_info(dataset_dir: str) -> dict:
     (name, file format, each split's name, file template and shard lengths) checked."""
     path = os.path.join(dataset_dir, "dataset_info.json")
     try:
-        info = _read_json(path)
+        info = read_json(path)
     except CorruptRecordError:
         raise
     except (OSError, ValueError) as e:
@@ -205,26 +204,12 @@ def read_info(dataset_dir: str) -> dict:
     return info
 
 
-def read_built_from(dataset_dir: str) -> dict | None:
-    """What the dataset in `dataset_dir` was built from: its manifests' lines, each video's
-    file, size and time, the config, the manual dir (None for a build that kept no record)."""
-    path = os.path.join(dataset_dir, BUILT_FROM)
-    try:
-        return _read_json(path)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        if isinstance(e, CorruptRecordError):
-            raise
-        raise CorruptRecordError(f"Cannot read {path}: {e}") from None
-
-
 def read_metadata(dataset_dir: str) -> dict:
     """The dataset's metadata.json (the build's skip records and notes: lists of {split, path,
     reason}, each a string); empty for a dataset without one."""
     path = os.path.join(dataset_dir, "metadata.json")
     try:
-        metadata = _read_json(path)
+        metadata = read_json(path)
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as e:
@@ -306,7 +291,7 @@ def read_features(dataset_dir: str) -> dict[str, Feature]:
     takes from it checked: a frame size no frame can have, a shape that is not one, ...)."""
     path = os.path.join(dataset_dir, "features.json")
     try:
-        features = _read_json(path)["featuresDict"]["features"]
+        features = read_json(path)["featuresDict"]["features"]
     except CorruptRecordError:
         raise
     except (OSError, ValueError, KeyError, TypeError) as e:

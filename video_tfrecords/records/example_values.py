@@ -21,7 +21,10 @@ from video_tfrecords.records import schema
 from video_tfrecords.records.example_parser import ByteValues
 from video_tfrecords.util.errors import CorruptRecordError
 
-__all__ = ["MAX_RATE", "Values", "check_audio", "check_label", "check_times", "kind_of"]
+__all__ = [
+    "MAX_RATE", "Values", "check_audio", "check_label", "check_times", "kind_of", "pcm_view",
+    "scalars",
+]  # fmt: skip
 
 MAX_RATE = 1_000_000  # per second: above any frame rate the build stores and any sample rate
 
@@ -106,6 +109,25 @@ class Values:
         return height, width
 
 
+def scalars(values: Values, features: dict) -> dict:
+    """The record's values of the scalar `features` (name -> `dataset_files.Feature`), each
+    taken checked: str for Text, else a NumPy scalar of the feature's dtype (a ClassLabel's
+    int64); a feature the record lacks is left out."""
+    found = {}
+    for name, feature in features.items():
+        kind = kind_for(feature.dtype, text=feature.kind == "Text")
+        value = values.one(name, "int" if feature.kind == "ClassLabel" else kind)
+        if value is None:
+            continue
+        if feature.kind == "Text":
+            found[name] = bytes(value).decode("utf-8", "replace")
+        elif feature.kind == "ClassLabel":
+            found[name] = np.int64(value)
+        else:
+            found[name] = np.asarray(value).astype(feature.dtype or type(value))[()]
+    return found
+
+
 def check_label(values: Values, label: int, num_classes: int | None) -> int:
     """The example's label: one of the dataset's classes, or -1 (none) for a JSON Lines line
     without one."""
@@ -134,6 +156,15 @@ def check_times(values: Values, times: np.ndarray, num_frames: int) -> np.ndarra
                 f"({start:g} s to {end:g} s)"
             )
     return times
+
+
+def pcm_view(data, channels: int) -> np.ndarray:
+    """The stored int16 samples [samples, channels] of a record's audio bytes, as a view
+    (little-endian, as the build writes them); ValueError unless they are whole samples."""
+    if len(data) % (2 * channels):
+        raise ValueError(f"its audio is {len(data)} bytes, not whole int16 samples of "
+                         f"{channels} channel(s)")  # fmt: skip
+    return np.frombuffer(data, "<i2").reshape(-1, channels)
 
 
 def check_audio(values: Values, samples: np.ndarray, rate: int, times) -> None:

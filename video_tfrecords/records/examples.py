@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from video_tfrecords.clips import audio as clip_audio
-from video_tfrecords.clips import keys
+from video_tfrecords.clips import labels
 from video_tfrecords.records import (
+    annotation_inputs,
     dataset_files,
     example_parser,
     example_values,
@@ -50,8 +50,13 @@ class SplitExamples:
     its own hashes on every read.
     """
 
-    def __init__(self, dataset_dir: str, split: str, *, check_records: bool = False):
+    def __init__(
+        self, dataset_dir: str, split: str, *, fingerprint_of: Callable, check_records: bool = False
+    ):
         self.dataset_dir, self.split = dataset_dir, split
+        # `clips.keys.video_fingerprint`, for datasets that do not store it (before 2.2.0): the
+        # reader's, so that the stored format does not depend on how clips are keyed.
+        self.fingerprint_of = fingerprint_of
         info = dataset_files.read_info(dataset_dir)
         self.features = dataset_files.read_features(dataset_dir)
         missing = [name for name in schema.REQUIRED if name not in self.features]
@@ -169,12 +174,7 @@ class SplitExamples:
         inputs.update(name=filename, frame_shape=self._frame_shape(values))
         if seeded:
             inputs["fingerprint"] = self._fingerprint(index, frames, values)
-        scalars = {}
-        for name, feature in self.scalars.items():
-            kind = example_values.kind_for(feature.dtype, text=feature.kind == "Text")
-            value = values.one(name, "int" if feature.kind == "ClassLabel" else kind)
-            if value is not None:
-                scalars[name] = _scalar(feature, value)
+        scalars = example_values.scalars(values, self.scalars)
         return StoredExample(
             frames, label, filename, inputs, scalars, where, self._annotations(values, times)
         )
@@ -193,33 +193,24 @@ class SplitExamples:
     def _annotations(self, values: example_values.Values, times) -> dict | None:
         """The stored labels with their segments, and captions, as `clips.labels.annotate`
         reads them (which checks how they fit together); None for a dataset without them."""
-        if not self.kinds & {schema.LABELS_KIND, schema.CAPTIONS_KIND}:
-            return None
 
-        def numbers(name, kind="float"):
+        def take(name, kind):
+            if kind == "bytes":
+                text = values.list(name, kind)
+                return [bytes(t) for t in (() if text is None else text)]
+            if name == schema.SPAN_START:
+                return values.one(name, kind)
             found = values.list(name, kind)
             return np.asarray(() if found is None else found, _DTYPES[kind])
 
-        found = {"timestamps": numbers(schema.TIMESTAMPS) if times is None else times}
-        for bound in (schema.SPAN_START, schema.SPAN_END):
-            found[bound] = values.one(bound, "float")
+        found = annotation_inputs.stored_annotations(self.kinds, take)
+        if found is None:
+            return None
+        if times is None:
+            times = take(schema.TIMESTAMPS, "float")
+        found[labels.FRAME_TIMES] = times
         if schema.LABELS_KIND in self.kinds:
-            segments = schema.LABEL_SEGMENTS
-            found.update(
-                labels=numbers(schema.LABELS, "int"),
-                segment_label=numbers(f"{segments}/label", "int"),
-                segment_start=numbers(f"{segments}/start"),
-                segment_end=numbers(f"{segments}/end"),
-                num_classes=self.num_classes or 0,
-            )
-        if schema.CAPTIONS_KIND in self.kinds:
-            captions = schema.CAPTIONS
-            text = values.list(f"{captions}/text", "bytes")
-            found.update(
-                text=[bytes(t) for t in (() if text is None else text)],
-                start=numbers(f"{captions}/start"),
-                end=numbers(f"{captions}/end"),
-            )
+            found["num_classes"] = self.num_classes or 0
         return found
 
     def _input(self, values: example_values.Values, feature: str, times):
@@ -230,7 +221,7 @@ class SplitExamples:
             if data is None:
                 raise values.error("it has no audio")
             try:
-                return clip_audio.pcm_view(data, self.audio_channels())
+                return example_values.pcm_view(data, self.audio_channels())
             except ValueError as e:
                 raise values.error(str(e)) from None
         if feature == schema.TIMESTAMPS:
@@ -241,14 +232,14 @@ class SplitExamples:
         return value
 
     def _fingerprint(self, index: int, frames, values: example_values.Values) -> int:
-        """The video's `keys.video_fingerprint`: stored in the record (2.2.0 on, checked
+        """The video's `fingerprint_of(frames)`: stored in the record (2.2.0 on, checked
         with it), else hashed once per process."""
         stored = values.one(schema.FINGERPRINT, "int")
         if stored is not None:
             return stored
         if self._fingerprinted[index]:
             return int(self._fingerprints[index])
-        fingerprint = keys.video_fingerprint(frames)
+        fingerprint = self.fingerprint_of(frames)
         self._fingerprints[index] = fingerprint
         self._fingerprinted[index] = 1
         return fingerprint
@@ -259,12 +250,3 @@ class SplitExamples:
 
 
 _DTYPES = {"float": np.float64, "int": np.int64}
-
-
-def _scalar(feature: dataset_files.Feature, value):
-    """The value of a scalar feature: str for Text, else a NumPy scalar of its dtype."""
-    if feature.kind == "Text":
-        return bytes(value).decode("utf-8", "replace")
-    if feature.kind == "ClassLabel":
-        return np.int64(value)
-    return np.asarray(value).astype(feature.dtype or type(value))[()]

@@ -62,6 +62,15 @@ FPS = "fps"
 AUDIO = "audio"
 AUDIO_RATE = "audio_rate"
 SEGMENT = "segment"
+START_FRAME = "start_frame"
+SOURCE_NUM_FRAMES = "source_num_frames"
+HAS_AUDIO = "has_audio"
+# What FFmpeg says of the source video (`ingest/encoding.py` fills them from `video_io.Info`).
+CODEC = "codec"
+SOURCE_HEIGHT, SOURCE_WIDTH = "source_height", "source_width"
+DISPLAY_HEIGHT, DISPLAY_WIDTH = "display_height", "display_width"
+SAMPLE_ASPECT_RATIO = "sample_aspect_ratio"
+ROTATION = "rotation"
 REQUIRED = (VIDEO, LABEL, FILENAME)  # what makes a dataset a video_tfrecords one
 # What JSON Lines manifests add (2.4.0 on), by kind of annotation: only the kinds a build's
 # manifests give are stored, so that a build from text manifests keeps the features it had.
@@ -73,6 +82,15 @@ ANNOTATIONS = {
     LABELS_KIND: (LABELS, LABEL_SEGMENTS),
     CAPTIONS_KIND: (CAPTIONS,),
 }
+# The fields of the timed lists (`label_segments`, `captions`), and their stored names
+# ("label_segments/label": TFDS's flattened name of a Sequence's field in a record).
+SEGMENT_LABEL_FIELD, TEXT_FIELD, START_FIELD, END_FIELD = "label", "text", "start", "end"
+SEGMENT_LABEL, SEGMENT_START, SEGMENT_END = (
+    f"{LABEL_SEGMENTS}/{field}" for field in (SEGMENT_LABEL_FIELD, START_FIELD, END_FIELD)
+)
+CAPTION_TEXT, CAPTION_START, CAPTION_END = (
+    f"{CAPTIONS}/{field}" for field in (TEXT_FIELD, START_FIELD, END_FIELD)
+)
 
 
 def _scalar(dtype, doc: str) -> tfds.features.Scalar:
@@ -104,7 +122,7 @@ def _audio_features(config) -> dict:
             doc="The video's default audio stream, int16 PCM; sample j plays at "
             "(round(timestamps[0] * audio_rate) + j) / audio_rate s (silence where it has none).",
         ),
-        "has_audio": _scalar(np.bool_, "Whether the video has an audio stream FFmpeg decodes."),
+        HAS_AUDIO: _scalar(np.bool_, "Whether the video has an audio stream FFmpeg decodes."),
         AUDIO_RATE: _scalar(np.int32, "Samples per second of `audio`."),
     }
 
@@ -114,7 +132,7 @@ def _timed(**more) -> tfds.features.Sequence:
     import tensorflow_datasets as tfds
 
     doc = "Seconds on the clock of `timestamps`."
-    seconds = {key: _scalar(np.float32, doc) for key in ("start", "end")}
+    seconds = {key: _scalar(np.float32, doc) for key in (START_FIELD, END_FIELD)}
     return tfds.features.Sequence({**more, **seconds})
 
 
@@ -137,9 +155,9 @@ def _annotation_features(kinds) -> dict:
             tfds.features.ClassLabel(),
             doc="Every label of the example (`label`, `labels`, its segments'), each once.",
         )
-        found[LABEL_SEGMENTS] = _timed(label=tfds.features.ClassLabel())
+        found[LABEL_SEGMENTS] = _timed(**{SEGMENT_LABEL_FIELD: tfds.features.ClassLabel()})
     if CAPTIONS_KIND in kinds:
-        found[CAPTIONS] = _timed(text=tfds.features.Text())
+        found[CAPTIONS] = _timed(**{TEXT_FIELD: tfds.features.Text()})
     return found
 
 
@@ -180,18 +198,18 @@ def features(config, kinds=frozenset()) -> tfds.features.FeaturesDict:
                 doc="Time of each stored frame, in seconds from the video's first frame.",
             ),
             FPS: _scalar(np.float32, "Frame rate of the stored frames."),
-            "codec": tfds.features.Text(doc="FFmpeg's name of the source's codec."),
-            "source_height": _scalar(np.int32, "Coded height of the source."),
-            "source_width": _scalar(np.int32, "Coded width of the source."),
-            "source_num_frames": _scalar(
+            CODEC: tfds.features.Text(doc="FFmpeg's name of the source's codec."),
+            SOURCE_HEIGHT: _scalar(np.int32, "Coded height of the source."),
+            SOURCE_WIDTH: _scalar(np.int32, "Coded width of the source."),
+            SOURCE_NUM_FRAMES: _scalar(
                 np.int32, "Frames of the source video, counted by decoding."
             ),
-            "display_height": _scalar(np.int32, "Height a player shows (SAR, rotation)."),
-            "display_width": _scalar(np.int32, "Width a player shows (SAR, rotation)."),
-            "sample_aspect_ratio": _scalar(np.float32, "Width of a source pixel / height."),
-            "rotation": _scalar(np.int32, "Clockwise degrees the source was turned to be upright."),
+            DISPLAY_HEIGHT: _scalar(np.int32, "Height a player shows (SAR, rotation)."),
+            DISPLAY_WIDTH: _scalar(np.int32, "Width a player shows (SAR, rotation)."),
+            SAMPLE_ASPECT_RATIO: _scalar(np.float32, "Width of a source pixel / height."),
+            ROTATION: _scalar(np.int32, "Clockwise degrees the source was turned to be upright."),
             SEGMENT: _scalar(np.int32, "Which part of the video (see segment_frames)."),
-            "start_frame": _scalar(np.int32, "Index of the first stored frame within the video."),
+            START_FRAME: _scalar(np.int32, "Index of the first stored frame within the video."),
         }
     )
 

@@ -29,6 +29,14 @@ __all__ = [
 ]  # fmt: skip
 
 _BAR = 40  # characters of the longest histogram bar
+_VALUES = 8  # distinct values of a stored feature listed; more: their spread
+# Scalar features the report shows in rows of their own, or that name an example rather than
+# describe it (its fingerprint, its place in the video): not listed among the stored values.
+OWN_ROWS = {
+    schema.LABEL, schema.FILENAME, schema.FPS, schema.HAS_AUDIO, schema.FRAME_HEIGHT,
+    schema.FRAME_WIDTH, schema.FINGERPRINT, schema.SEGMENT, schema.START_FRAME,
+    schema.SPAN_START, schema.SPAN_END,
+}  # fmt: skip
 _ALL_CLASSES = 30  # more classes than this: the text lists the fewest and most only
 
 
@@ -54,6 +62,9 @@ class SplitReport:
     with_audio: int | None  # examples whose video has an audio stream; None: no audio stored
     skipped: list[dict]  # metadata.json records {split, path, reason}
     notes: list[dict]
+    # The other scalar features' values (`OWN_ROWS` aside) -> examples: what each
+    # stores, a new feature included.
+    stored: dict[str, collections.Counter] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -165,7 +176,35 @@ def _split_report(dataset_dir, info: dict, split: dict, metadata: dict, limit, p
         else sum(v.has_audio for v in videos),
         skipped=[r for r in metadata.get("skipped", []) if r.get("split") == name],
         notes=[r for r in metadata.get("notes", []) if r.get("split") == name],
+        stored=_stored_values(videos),
     )
+
+
+def _stored_values(videos) -> dict[str, collections.Counter]:
+    """Each scalar feature's values (but `OWN_ROWS`) -> how many examples store it."""
+    found: dict[str, collections.Counter] = {}
+    for video in videos:
+        for name, value in video.values.items():
+            if name not in OWN_ROWS:
+                found.setdefault(name, collections.Counter())[value] += 1
+    return found
+
+
+def _value_lines(stored: dict[str, collections.Counter]) -> list[str]:
+    """A row per stored feature: its values with their examples, or, with many numbers,
+    their spread."""
+    lines = ["  stored values:"] if stored else []
+    for name, counts in stored.items():
+        numbers = all(not isinstance(v, str) for v in counts)
+        if len(counts) > _VALUES and numbers:
+            values = np.repeat(np.array(list(counts), np.float64), list(counts.values()))
+            shown = f"{_spread(values, digits=2)} ({len(counts)} values)"
+        else:
+            listed = [f"{v} x {n}" for v, n in counts.most_common(_VALUES)]
+            more = f" and {len(counts) - _VALUES} more" if len(counts) > _VALUES else ""
+            shown = ", ".join(listed) + more
+        lines.append(f"    {name}: {shown}")
+    return lines
 
 
 def dataset_report(dataset_dir: str, splits=None, limit=None, progress=None) -> DatasetReport:
@@ -325,6 +364,7 @@ def _split_text(split: SplitReport, names: list[str]) -> list[str]:
     kib = split.record_bytes.astype(np.float64) / 1024
     per_frame = split.record_bytes.sum() / max(1, split.num_frames.sum())
     lines.append(f"  record size: {_spread(kib, ' KiB', 1)}; {human_bytes(per_frame)} a frame")
+    lines += _value_lines(split.stored)
     lines += _problem_lines("skipped", split.skipped)
     lines += _problem_lines("kept with a note", split.notes)
     return lines

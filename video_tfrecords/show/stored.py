@@ -1,5 +1,5 @@
 """What a record stores beyond ClipSource's output: its frames' times, count and size, its
-labels with their segments, and its span.
+labels with their segments, its span, and every scalar feature it stores.
 
 Read with the package's TF-free record readers (`shard_reader`, `example_parser`)
 from the files TFDS wrote; each record's CRC32C is checked as it is read.
@@ -40,6 +40,8 @@ class StoredVideo:
     labels: tuple[int, ...] | None = None  # `labels` (2.4.0 on); None: the dataset has none
     segments: tuple[tuple[int, float, float], ...] = ()  # `label_segments`: (label, start, end)
     span: tuple[float, float] | None = None  # (span_start, span_end), seconds; None: no spans
+    # Every scalar feature the record stores (name -> str or NumPy scalar), those above too.
+    values: dict = dataclasses.field(default_factory=dict)
 
     @property
     def classes(self) -> tuple[int, ...]:
@@ -64,7 +66,9 @@ class SplitRecords:
     def __init__(self, dataset_dir: str, split: str):
         self.split = split
         self.reader = shard_reader.SplitReader(dataset_files.split_shards(dataset_dir, split))
-        self.kinds = schema.annotation_kinds(dataset_files.read_features(dataset_dir))
+        features = dataset_files.read_features(dataset_dir)
+        self.kinds = schema.annotation_kinds(features)
+        self.scalars = {name: f for name, f in features.items() if f.is_scalar}
 
     def __len__(self) -> int:
         return len(self.reader)
@@ -88,7 +92,7 @@ class SplitRecords:
         else:
             times = np.arange(len(frames), dtype=np.float64) / (fps or 1.0)
         label, segment = values.one(schema.LABEL, "int"), values.one(schema.SEGMENT, "int")
-        has_audio = values.one("has_audio", "int")
+        has_audio = values.one(schema.HAS_AUDIO, "int")
         return StoredVideo(
             label=-1 if label is None else label,
             filename=values.text(schema.FILENAME) or "",
@@ -98,8 +102,9 @@ class SplitRecords:
             frame_size=jpeg.jpeg_size(frames[0]) if len(frames) else None,
             segment=segment or 0,
             record_bytes=len(memoryview(record).cast("B")),
-            has_audio=None if "has_audio" not in parsed else bool(has_audio),
+            has_audio=None if schema.HAS_AUDIO not in parsed else bool(has_audio),
             **self._annotations(values),
+            values=example_values.scalars(values, self.scalars),
         )
 
     def _annotations(self, values: example_values.Values) -> dict:
@@ -107,8 +112,9 @@ class SplitRecords:
         (values of the wrong kind: CorruptRecordError)."""
         found = {}
         if schema.LABELS_KIND in self.kinds:
-            segments = [_listed(values, f"{schema.LABEL_SEGMENTS}/{key}", kind) for key, kind
-                        in (("label", "int"), ("start", "float"), ("end", "float"))]  # fmt: skip
+            segments = [_listed(values, name, kind) for name, kind in (
+                (schema.SEGMENT_LABEL, "int"), (schema.SEGMENT_START, "float"),
+                (schema.SEGMENT_END, "float"))]  # fmt: skip
             found["labels"] = tuple(int(c) for c in _listed(values, schema.LABELS, "int"))
             found["segments"] = tuple(
                 (int(c), float(start), float(end)) for c, start, end in zip(*segments)
