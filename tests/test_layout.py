@@ -16,7 +16,7 @@ MAX_LINES = 400
 # units it imports: every import between two units is here, and only those. Entry points first,
 # then the layers from the top down; a unit imports only units below it.
 LAYERS = {
-    "__init__": {"video_tfrecords_dataset_builder"},
+    "__init__": {"video_tfrecords_dataset_builder", "ingest"},
     "spark_build": {"video_tfrecords_dataset_builder", "engines", "ingest", "config"},
     "decoders": {"video_tfrecords_dataset_builder", "records", "clips"},
     "input_pipeline": {"clip_source", "records", "clips"},

@@ -55,4 +55,7 @@ def __dir__():
 
 
 if "tensorflow_datasets" in sys.modules:  # its user will ask TFDS for the builder by name
+    from video_tfrecords.ingest import tfds_command
+
+    tfds_command.setup()  # under `tfds build` only: its errors first, TFDS's INFO lines off
     import video_tfrecords.video_tfrecords_dataset_builder  # noqa: F401
