@@ -20,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from timing import ROOT, one_cpu, pin
+from timing import ROOT, log, one_cpu, pin
 
 CHILD = os.path.abspath(__file__)
 
@@ -51,14 +51,17 @@ def child_command(command: str, *args: str) -> list[str]:
     return [sys.executable, CHILD, command, *args]
 
 
+def json_child(command: list[str]) -> dict:
+    """Runs a child process (quiet TF, the repo importable); the JSON of its last line."""
+    done = subprocess.run(command, env=child_env(), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[1:3])} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def run_child(command: str, *args: str) -> dict:
     """Runs one measurement of this file's child side; its JSON result."""
-    done = subprocess.run(
-        child_command(command, *args), env=child_env(), capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"builds.py {command} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json_child(child_command(command, *args))
 
 
 def build_args(manual_dir: str, data_dir: str, config: str | dict) -> list[str]:
@@ -74,6 +77,32 @@ def build_dataset(
     (`overwrite`: over the dataset there, as `tfds build --overwrite`); the build's timings."""
     options = build_args(manual_dir, data_dir, config) + (["--overwrite"] if overwrite else [])
     return run_child("build", *options)
+
+
+def built_once(manual_dir: str, data_dir: str, config: str | dict = "default") -> str:
+    """`data_dir`, where the config's build of `manual_dir` is made unless it is there."""
+    name = config if isinstance(config, str) else config["name"]
+    if not os.path.isdir(os.path.join(data_dir, "video_tfrecords", name)):
+        log(f"building {manual_dir} ({name}) in {data_dir}")
+        build_dataset(manual_dir, data_dir, config)
+    return data_dir
+
+
+def whole_video(path: str, config):
+    """The build's task of one video, a text manifest's line."""
+    from video_tfrecords.ingest import encoding, manifest
+
+    entry = manifest.Entry("train.txt", 1, os.path.basename(path), "a")
+    return encoding.Task("train", entry, 0, path, config, "")
+
+
+def encoded(task) -> tuple[list[dict], dict]:
+    """The build's whole work on a task's video in this process (`encoding.encode_video`): its
+    examples, and what it says of the video (`parts`: each span's numbers)."""
+    from video_tfrecords.ingest import encoding
+
+    examples = []
+    return examples, encoding.encode_video(task, examples.append)
 
 
 def bound_args(videos: list[str], short_side: int, quality: int) -> list[str]:

@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from functools import partial
 
@@ -24,7 +23,8 @@ import numpy as np
 
 import builds
 import peer_sources
-from timing import HERE, ROOT, arguments, interleave, log, median, one_cpu, ratio, table
+import timing
+from timing import HERE, ROOT, arguments, interleave, log, median, ratio, table
 
 SEED = 20261123
 OURS = ("tf", "tf_free")
@@ -113,6 +113,12 @@ class Worker:
         """Ends the worker (closing its stdin ends its loop)."""
         self.process.stdin.close()
         self.process.wait(timeout=60)
+
+
+def add_torchcodec_python(parser) -> None:
+    """--torchcodec_python: the Python that runs TorchCodec (and torchvision)."""
+    parser.add_argument("--torchcodec_python", help="a Python whose TorchCodec works (default: "
+                        "$TORCHCODEC_PYTHON, else this one)")  # fmt: skip
 
 
 def torchcodec_python(arg: str | None) -> str:
@@ -272,19 +278,24 @@ class Measured:
     psnr: dict  # reader -> min PSNR of its checked clips
 
 
-def measure(dataset: Dataset, recipe: str, workers: dict, rounds: int, tmp: str) -> Measured:
-    """Opens, checks, then times `rounds` interleaved passes of every reader."""
+def measure(dataset: Dataset, recipe: str, workers: dict, rounds: int, tmp: str | None,
+            **extra) -> Measured:
+    """Opens, checks (given a `tmp` folder), then times `rounds` interleaved passes of every
+    reader; `extra`: what the mp4 readers' jobs add (a torchvision `transform`)."""
     result = Measured({}, {}, {}, {})
-    reference = references(dataset, recipe)
+    reference = references(dataset, recipe) if tmp else None
     jobs = {}
     for reader, worker in workers.items():
-        jobs[reader] = job_for(dataset, recipe, reader, dataset.large)
+        jobs[reader] = job_for(dataset, recipe, reader, dataset.large, **extra)
         opened = worker.request(op="open", job=jobs[reader])["cpu"]
         result.startup[reader] = opened / (1 if reader in OURS else len(dataset.sources.paths))
+        if tmp is None:
+            worker.request(op="run", job=jobs[reader])  # the warm-up pass
+            continue
         folder = os.path.join(tmp, reader)
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
-        unresized = job_for(dataset, recipe, reader, resize=False)
+        unresized = job_for(dataset, recipe, reader, resize=False, **extra)
         worker.request(op="run", job=unresized, save=folder)  # also the warm-up pass
         result.psnr[reader] = check_clips(dataset, recipe, folder, reference)
         shutil.rmtree(folder)
@@ -293,17 +304,19 @@ def measure(dataset: Dataset, recipe: str, workers: dict, rounds: int, tmp: str)
     for reader, passes in interleave(measures, rounds).items():
         result.decode[reader] = [decode for decode, _ in passes]
         result.resize[reader] = [resize for _, resize in passes]
-    return result
+    return result  # fmt: skip
 
 
-def best_mp4(result: Measured, with_resize: bool) -> list[float]:
-    """Per round, the CPU seconds per clip of the fastest mp4 reader of that round."""
-    readers = [r for r in MP4_READERS if r in result.decode]
-    totals = [
-        [d + (z if with_resize else 0.0) for d, z in zip(result.decode[r], result.resize[r])]
-        for r in readers
-    ]
-    return [min(values) for values in zip(*totals)]
+def best_mp4(times: dict) -> list[float]:
+    """Per round, the CPU seconds per clip of the fastest mp4 reader of that round (`times`:
+    reader -> per-round seconds; empty if no mp4 reader was measured)."""
+    return [min(values) for values in zip(*(times[r] for r in MP4_READERS if r in times))]
+
+
+def against_best(times: dict) -> dict:
+    """Each of ours measured -> best mp4 reader's time / its own (`ratio`), round by round."""
+    best = best_mp4(times)
+    return {r: ratio(best, times[r]) for r in OURS if r in times and best}
 
 
 def cell(seconds: list[float]) -> str:
@@ -318,17 +331,12 @@ def table_rows(dataset: Dataset, results: dict, readers: list[str]) -> list[list
     size = "large" if dataset.large else "small"
     for with_resize in [False, True] if dataset.large else [False]:
         for recipe, result in results.items():
-            cells = []
-            for reader in readers:
-                if reader not in result.decode:
-                    cells.append("n/a")
-                    continue
-                seconds = result.decode[reader]
-                if with_resize and reader in MP4_READERS:
-                    seconds = [d + z for d, z in zip(seconds, result.resize[reader])]
-                cells.append(cell(seconds))
-            best = best_mp4(result, with_resize)
-            ours = {r: ratio(best, result.decode[r]) for r in OURS if r in result.decode and best}
+            times = dict(result.decode)
+            if with_resize:  # the mp4 readers' frames brought to the stored size
+                times.update({r: [d + z for d, z in zip(times[r], result.resize[r])]
+                              for r in MP4_READERS if r in times})  # fmt: skip
+            cells = [cell(times[r]) if r in times else "n/a" for r in readers]
+            ours = against_best(times)
             target = TARGETS.get((size, recipe)) if (with_resize or not dataset.large) else None
             verdict = ""
             if target and ours:
@@ -393,23 +401,15 @@ def report(datasets, all_results, readers, unavailable, rounds: int) -> list[str
 
 def main() -> None:
     """Makes the sources and datasets, plans the clips, measures every reader, prints tables."""
-    parser = arguments(__doc__, "peers")
+    parser = arguments(__doc__, "peers", rounds=5, quick_folder=True)
     parser.add_argument("--real", action="store_true", help="real footage instead of generated")
-    parser.add_argument("--rounds", type=int, help="timed rounds (default 5; 2 with --quick)")
     parser.add_argument("--videos", type=int, help="videos per source set (default 6)")
     parser.add_argument("--readers", nargs="*", default=list(OURS + MP4_READERS))
-    parser.add_argument("--cpu", type=int, default=one_cpu())
-    parser.add_argument(
-        "--torchcodec_python",
-        help="a Python whose TorchCodec works (default: $TORCHCODEC_PYTHON, else this one)",
-    )
+    add_torchcodec_python(parser)
     args = parser.parse_args()
-    rounds = args.rounds or (2 if args.quick else 5)
     videos = args.videos or (2 if args.quick else 6)
-    start = time.perf_counter()
     if args.quick:  # one GOP per size: a smoke run of every path in < 1 min
         layouts, frames = [(128, 170, 80), (288, 512, 16)], 80
-        args.out = os.path.join(args.out, "quick")
     else:
         layouts = [(h, w, g) for h, w in ((256, 340), (720, 1280)) for g in (32, 250)]
         frames = 250
@@ -424,13 +424,12 @@ def main() -> None:
     with started_workers(pythons, args.cpu, logs) as (workers, unavailable):
         all_results = {
             dataset.sources.name: {
-                recipe: measure(dataset, recipe, workers, rounds, check) for recipe in RECIPES
+                recipe: measure(dataset, recipe, workers, args.rounds, check) for recipe in RECIPES
             }
             for dataset in datasets
         }
-    print("\n".join(report(datasets, all_results, args.readers, unavailable, rounds)))
-    log(f"done in {time.perf_counter() - start:.0f} s")
+    print("\n".join(report(datasets, all_results, args.readers, unavailable, args.rounds)))
 
 
 if __name__ == "__main__":
-    main()
+    timing.main(main)

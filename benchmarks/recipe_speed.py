@@ -14,14 +14,13 @@ import itertools
 import os
 import subprocess
 import sys
-import time
-from functools import partial
 
 import numpy as np
-import peers
 
 import peer_sources
-from timing import arguments, cpu_time, interleave, log, median, one_cpu, pin, ratio, table
+import peers
+import timing
+from timing import arguments, cpu_time, interleave, median, ratio, rounds_note, table
 
 SEED = 11
 COST_RECIPES = {
@@ -64,16 +63,13 @@ TARGET = 2.0
 
 def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
     """Recipe clip / plain clip, CPU time per clip on one core, TF graph and NumPy path."""
+    timing.one_core(cpu, tensorflow=True)  # before TF starts
     import tensorflow as tf
-
-    tf.config.threading.set_intra_op_parallelism_threads(1)  # before TF starts
-    tf.config.threading.set_inter_op_parallelism_threads(1)
     import tensorflow_datasets as tfds
 
     from video_tfrecords import ClipDecoder, ClipSource, EncodedFrames
     from video_tfrecords.clips import decode_tf
 
-    pin({cpu})
     loaded = tfds.load(
         f"video_tfrecords/default:{version}", split="train", data_dir=data_dir,
         download=False, decoders={"video": EncodedFrames()},
@@ -132,8 +128,7 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
     header = ["recipe", "path", "recipe clip", "plain clip", "recipe / plain", "<= 1.2", "floor"]
     return [
         f"Recipe clip against a plain clip of the same frames at full size, CPU ms per clip on "
-        f"one core (median of {rounds} interleaved rounds; ratio: median (min-max) of per-round "
-        f"ratios), {len(videos)} records of 340x256:",
+        f"one core ({rounds_note(rounds)}), {len(videos)} records of 340x256:",
         "",
         *table(header, rows),
         "",
@@ -195,23 +190,12 @@ def peer_part(sources, data_dir: str, python: str, cpu: int, rounds: int, logs: 
     with peers.started_workers(pythons, cpu, logs) as (workers, failed):
         unavailable.update(failed)
         for name, (label, _, transform) in PEER_RECIPES.items():
-            log(name)
-            jobs = {
-                reader: peers.job_for(dataset, name, reader, False, transform=transform)
-                for reader in workers
-            }
-            for reader, worker in workers.items():
-                worker.request(op="open", job=jobs[reader])
-                worker.request(op="run", job=jobs[reader])  # warm-up pass
-            measures = {reader: partial(workers[reader].per_clip, jobs[reader]) for reader in jobs}
-            passes = interleave(measures, rounds)
-            times = {reader: [decode for decode, _ in values] for reader, values in passes.items()}
+            times = peers.measure(dataset, name, workers, rounds, None, transform=transform).decode
             rows.append([f"{name}: {label}", *recipe_cells(times, unavailable)])
     header = [peers.SHORT[r] + (" + torchvision" if r in MP4 else "") for r in OURS + MP4]
     return [
         f"Training recipes against mp4 readers + torchvision, {sources.name}, CPU ms per clip on "
-        f"one core (clips/s); median of {rounds} interleaved rounds; ratio: best mp4 reader's "
-        "time / ours, median (min-max) of per-round ratios:",
+        f"one core (clips/s); {rounds_note(rounds)} of the best mp4 reader's time to ours:",
         "",
         *table(["recipe", *header, "best mp4 / ours TF-free", "best mp4 / ours TF", ">= 2"], rows),
     ]
@@ -219,14 +203,11 @@ def peer_part(sources, data_dir: str, python: str, cpu: int, rounds: int, logs: 
 
 def recipe_cells(times: dict, unavailable: dict) -> list[str]:
     """A recipe's cells: every reader's time, best mp4 reader / each of ours, the verdict."""
-    cells = [
-        peers.cell(times[r]) if r in times else f"unavailable ({unavailable[r]})"
-        for r in OURS + MP4
-    ]
-    best = [min(values) for values in zip(*(times[r] for r in MP4 if r in times))]
-    ratios = [ratio(best, times[r]) if best and r in times else None for r in OURS]
-    cells += [str(x) if x else "n/a" for x in ratios]
-    reached = [x.median for x in ratios if x]
+    cells = [peers.cell(times[r]) if r in times else f"unavailable ({unavailable[r]})"
+             for r in OURS + MP4]  # fmt: skip
+    ratios = peers.against_best(times)
+    cells += [str(ratios.get(r, "n/a")) for r in OURS]
+    reached = [x.median for x in ratios.values()]
     if not reached:
         return [*cells, "n/a"]
     return [*cells, f"{'yes' if min(reached) >= TARGET else 'no'} (best {max(reached):.2f})"]
@@ -234,18 +215,12 @@ def recipe_cells(times: dict, unavailable: dict) -> list[str]:
 
 def main() -> None:
     """Makes and builds the sources, runs the parts asked for, prints their tables."""
-    parser = arguments(__doc__, "peers")
+    parser = arguments(__doc__, "peers", rounds=5, quick_folder=True)
     parser.add_argument("--part", choices=("cost", "peers", "both"), default="both")
-    parser.add_argument("--rounds", type=int, help="timed rounds (default 5; 2 with --quick)")
-    parser.add_argument("--cpu", type=int, default=one_cpu())
-    parser.add_argument(
-        "--torchcodec_python", help="a Python with torch, torchvision, torchcodec and av"
-    )
+    peers.add_torchcodec_python(parser)
     args = parser.parse_args()
-    rounds = args.rounds or (2 if args.quick else 5)
-    start = time.perf_counter()
+    rounds, out = args.rounds, args.out
     videos, frames = (2, 80) if args.quick else (6, 250)
-    out = os.path.join(args.out, "quick") if args.quick else args.out
     (sources,) = peer_sources.make_sets(out, [(256, 340, 32)], videos, frames, False)
     data_dir = peers.build_datasets([sources], out)[sources.name]
     lines = []
@@ -256,9 +231,8 @@ def main() -> None:
     if args.part in ("cost", "both"):
         lines += cost_part(data_dir, peers.built_version(data_dir), rounds, args.cpu)
     print("\n".join(lines))
-    log(f"done in {time.perf_counter() - start:.0f} s")
 
 
 if __name__ == "__main__":
     np.seterr(all="ignore")
-    main()
+    timing.main(main)

@@ -20,7 +20,6 @@ import json
 import os
 import pickle
 import shutil
-import subprocess
 import sys
 import time
 
@@ -72,21 +71,10 @@ def child_floor(workers: int, manual_dir: str, data_dir: str) -> None:
 def child_seconds(kind: str, cores: int, manual_dir: str, data_dir: str) -> dict:
     """One child's timings (`--child`: a Spark build, `--floor`: the pool) on a fresh data dir."""
     shutil.rmtree(data_dir, ignore_errors=True)
-    command = [
-        sys.executable,
-        os.path.abspath(__file__),
-        kind,
-        str(cores),
-        manual_dir,
-        data_dir,
-    ]
-    done = subprocess.run(
-        command, env=builds.child_env(), capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{kind} {cores} failed:\n{done.stderr[-3000:]}")
+    script = os.path.abspath(__file__)
+    result = builds.json_child([sys.executable, script, kind, str(cores), manual_dir, data_dir])
     shutil.rmtree(data_dir, ignore_errors=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def planning_seconds(out: str, lines: int) -> tuple[float, float, int]:
@@ -142,35 +130,15 @@ def main() -> None:
     plan, pickling, groups = planning_seconds(out, lines)
     one, two = results[1]["build"], results[2]["build"]
     header = ["Benchmark", "Variant", "Result", "Ratio", "Target"]
-    rows = [
-        [
-            "Spark build",
-            f"{count} videos {width}x{height}, {frames} frames, `{CONFIG}`, local[{cores}]",
-            f"{results[cores]['build']:.1f} s (driver start-up {results[cores]['start']:.1f} s apart)",
-            "",
-            "",
-        ]
-        for cores in (1, 2)
-    ]
+    rows = [["Spark build", f"{count} videos {width}x{height}, {frames} frames, `{CONFIG}`, "
+             f"local[{cores}]", f"{results[cores]['build']:.1f} s (driver start-up "
+             f"{results[cores]['start']:.1f} s apart)", "", ""] for cores in (1, 2)]
     rows.append(["Spark build", "2 cores / 1 core", "", f"{two / one:.3f}", "<= 0.6"])
-    rows.append(
-        [
-            "floor: encoding alone, no Spark",
-            "a process pool of 1 and of 2",
-            f"{floor[1]['build']:.1f} s / {floor[2]['build']:.1f} s",
-            f"{floor[2]['build'] / floor[1]['build']:.3f}",
-            "",
-        ]
-    )
-    rows.append(
-        [
-            "Spark plan",
-            f"{lines} manifest lines, {groups} groups",
-            f"{plan:.1f} s planning + {pickling:.1f} s pickling",
-            "",
-            "< 60 s",
-        ]
-    )
+    rows.append(["floor: encoding alone, no Spark", "a process pool of 1 and of 2",
+                 f"{floor[1]['build']:.1f} s / {floor[2]['build']:.1f} s",
+                 f"{floor[2]['build'] / floor[1]['build']:.3f}", ""])
+    rows.append(["Spark plan", f"{lines} manifest lines, {groups} groups",
+                 f"{plan:.1f} s planning + {pickling:.1f} s pickling", "", "< 60 s"])  # fmt: skip
     print("\n".join(timing.table(header, rows)))
 
 

@@ -17,9 +17,10 @@ from functools import partial
 import cv2
 import numpy as np
 
+import timing
 import video_sets
 from builds import stored_size
-from timing import arguments, cpu_time, interleave, log, median, one_cpu, pin, ratio, table
+from timing import arguments, cpu_time, interleave, log, median, ratio, table
 
 QUALITIES = (75, 85, 90, 95)
 
@@ -106,9 +107,6 @@ def tf_decoder():
     """A graph decoding a 1-D string tensor of JPEGs one after the other, as ClipDecoder's ops."""
     import tensorflow as tf
 
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-
     @tf.function
     def decode(frames):
         return tf.map_fn(
@@ -171,14 +169,9 @@ def speed_rows(frames: np.ndarray, path: str, limit: int | None, rounds: int) ->
 
 def main() -> None:
     """Measures every clip's storage rows, then the speed rows on bikes.mp4; prints tables."""
-    parser = arguments(__doc__, "real")
-    parser.add_argument("--rounds", type=int, help="interleaved speed rounds (default 9)")
-    parser.add_argument("--cpu", type=int, default=one_cpu())
-    args = parser.parse_args()
-    rounds = args.rounds or (2 if args.quick else 9)
+    args = arguments(__doc__, "real", rounds=9).parse_args()
     limit = 24 if args.quick else None
-    pin({args.cpu})
-    cv2.setNumThreads(1)
+    timing.one_core(args.cpu, tensorflow=True)
     members = [video_sets.BIKES] if args.quick else [video_sets.BIKES, video_sets.BUNNY]
     clips = {}
     for member in members:
@@ -197,12 +190,12 @@ def main() -> None:
         *table(header, rows),
         "",
         f"Optimized Huffman tables, q90, bikes.mp4 ({frames.shape[2]}x{frames.shape[1]}, "
-        f"{len(frames)} frames): CPU ms per frame on one core, median of {rounds} interleaved "
-        "rounds (decoded pixels identical):",
+        f"{len(frames)} frames): CPU ms per frame on one core, median of {args.rounds} "
+        "interleaved rounds (decoded pixels identical):",
         "",
         *table(
             ["operation", "standard tables", "optimized tables", "optimized / standard time"],
-            speed_rows(frames, path, limit, rounds),
+            speed_rows(frames, path, limit, args.rounds),
         ),
     ]
     print("\n".join(lines))
