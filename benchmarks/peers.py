@@ -24,24 +24,15 @@ import numpy as np
 import builds
 import peer_sources
 import timing
-from timing import HERE, ROOT, arguments, interleave, log, median, ratio, table
+from timing import HERE, ROOT, arguments, interleave, log, median, ratio, rounds_note, table
 
 SEED = 20261123
 OURS = ("tf", "tf_free")
 MP4_READERS = ("pyav", "opencv", "decord", "torchcodec")
-SHORT = {
-    "tf": "ours TF",
-    "tf_free": "ours TF-free",
-    "pyav": "PyAV",
-    "opencv": "OpenCV",
-    "decord": "decord",
-    "torchcodec": "TorchCodec",
-}
-RECIPES = {
-    "A": "64 consecutive frames",
-    "B": "16 frames, stride 2",
-    "C": "8 frames spread evenly (TSN)",
-}
+SHORT = {"tf": "ours TF", "tf_free": "ours TF-free", "pyav": "PyAV", "opencv": "OpenCV",
+         "decord": "decord", "torchcodec": "TorchCodec"}  # fmt: skip
+RECIPES = {"A": "64 consecutive frames", "B": "16 frames, stride 2",
+           "C": "8 frames spread evenly (TSN)"}  # fmt: skip
 TARGETS = {("small", "A"): 1.2, ("small", "B"): 2.0, ("small", "C"): 6.0, ("large", "A"): 3.0}
 MIN_PSNR = 30.0
 
@@ -118,12 +109,8 @@ class Worker:
 def add_torchcodec_python(parser) -> None:
     """--torchcodec_python: the Python that runs TorchCodec (and torchvision)."""
     parser.add_argument("--torchcodec_python", help="a Python whose TorchCodec works (default: "
-                        "$TORCHCODEC_PYTHON, else this one)")  # fmt: skip
-
-
-def torchcodec_python(arg: str | None) -> str:
-    """The Python that runs TorchCodec: --torchcodec_python, $TORCHCODEC_PYTHON, or this one."""
-    return arg or os.environ.get("TORCHCODEC_PYTHON") or sys.executable
+                        "$TORCHCODEC_PYTHON, else this one)",
+                        default=os.environ.get("TORCHCODEC_PYTHON") or sys.executable)  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -149,9 +136,8 @@ def started_workers(pythons: dict, cpu: int, logs: str):
 
 def build_datasets(sets, out: str) -> dict:
     """A data dir per source set (built with the `default` config unless already built)."""
-    data_dirs = {
-        s.name: os.path.join(out, "data", os.path.relpath(s.manual_dir, out)) for s in sets
-    }
+    data_dirs = {s.name: os.path.join(out, "data", os.path.relpath(s.manual_dir, out))
+                 for s in sets}  # fmt: skip
     for s in sets:
         if not built_version(data_dirs[s.name]):
             log(f"building {s.name}")
@@ -162,9 +148,7 @@ def build_datasets(sets, out: str) -> dict:
 
 def built_version(data_dir: str) -> str | None:
     """The version folder of the built `default` config in `data_dir`, if any."""
-    found = glob.glob(
-        os.path.join(data_dir, "video_tfrecords", "default", "*", "dataset_info.json")
-    )
+    found = glob.glob(os.path.join(data_dir, "video_tfrecords/default/*/dataset_info.json"))
     return os.path.basename(os.path.dirname(max(found))) if found else None
 
 
@@ -178,9 +162,8 @@ def plan_dataset(sources, data_dir: str, spec_of) -> Dataset:
     from video_tfrecords.records.example_parser import parse_example
 
     version = built_version(data_dir)
-    source = video_tfrecords.ClipSource(
-        "train", data_dir=data_dir, config="default", version=version, num_frames=1
-    )
+    source = video_tfrecords.ClipSource("train", data_dir=data_dir, config="default",
+                                        version=version, num_frames=1)  # fmt: skip
     names = [os.path.basename(p) for p in sources.paths]
     clips = {recipe: [] for recipe in spec_of}
     specs = {}
@@ -355,14 +338,11 @@ def startup_row(dataset: Dataset, results: dict, readers: list[str]) -> list[str
     """Start-up costs of one source set: per video for mp4 readers, per pipeline for ours
     (median over recipes)."""
     first = next(iter(results.values()))
-    cells = []
-    for reader in readers:
-        if reader not in first.startup:
-            cells.append("n/a")
-        elif reader in OURS:
-            cells.append(f"{median([r.startup[reader] * 1e3 for r in results.values()]):.0f}")
-        else:
-            cells.append(f"{first.startup[reader] * 1e3:.1f}")
+    cells = [
+        "n/a" if reader not in first.startup
+        else f"{median([r.startup[reader] * 1e3 for r in results.values()]):.0f}" if reader in OURS
+        else f"{first.startup[reader] * 1e3:.1f}" for reader in readers
+    ]  # fmt: skip
     return [dataset.sources.name, *cells]
 
 
@@ -370,28 +350,16 @@ def report(datasets, all_results, readers, unavailable, rounds: int) -> list[str
     """The markdown tables and notes."""
     names = [SHORT[r] for r in readers]
     ratios = ["best mp4 / ours TF", "best mp4 / ours TF-free", "target (faster of ours)"]
-    psnr = [
-        f"{SHORT[r]} {min(m.psnr[r] for res in all_results.values() for m in res.values()):.1f}"
-        for r in readers
-        if r not in unavailable
-    ]
+    psnr = [f"{SHORT[r]} {min(m.psnr[r] for res in all_results.values() for m in res.values()):.1f}"
+            for r in readers if r not in unavailable]  # fmt: skip
+    rows = [row for d in datasets for row in table_rows(d, all_results[d.sources.name], readers)]
+    startup = [startup_row(d, all_results[d.sources.name], readers) for d in datasets]
     return [
-        f"CPU ms per clip, one core (clips/s per core); median of {rounds} interleaved rounds. "
-        "Ratio: best mp4 reader's time / ours, median (min-max) of per-round ratios.",
-        "",
-        *table(
-            ["source", "recipe", *names, *ratios],
-            [row for d in datasets for row in table_rows(d, all_results[d.sources.name], readers)],
-        ),
-        "",
+        f"CPU ms per clip, one core (clips/s per core); {rounds_note(rounds)} of the best mp4 "
+        "reader's time to ours.", "", *table(["source", "recipe", *names, *ratios], rows), "",
         "Start-up, CPU ms: mp4 readers, opening and indexing one video; ours, creating the "
         "pipeline and reading its first clip (TF: tracing the decoder), median over recipes.",
-        "",
-        *table(
-            ["source", *names],
-            [startup_row(d, all_results[d.sources.name], readers) for d in datasets],
-        ),
-        "",
+        "", *table(["source", *names], startup), "",
         "Same frames: every reader's clips matched FFmpeg's own decode of the planned frames "
         "(min PSNR over all clips, dB; mp4 readers at source size, ours against the source "
         f"frame area-resized to the stored size): {', '.join(psnr)}.",
@@ -419,15 +387,11 @@ def main() -> None:
     datasets = [plan_dataset(s, data_dirs[s.name], spec_of) for s in sets]
     pythons = {reader: sys.executable for reader in args.readers}
     if "torchcodec" in pythons:
-        pythons["torchcodec"] = torchcodec_python(args.torchcodec_python)
+        pythons["torchcodec"] = args.torchcodec_python
     logs, check = os.path.join(args.out, "logs"), os.path.join(args.out, "check")
     with started_workers(pythons, args.cpu, logs) as (workers, unavailable):
-        all_results = {
-            dataset.sources.name: {
-                recipe: measure(dataset, recipe, workers, args.rounds, check) for recipe in RECIPES
-            }
-            for dataset in datasets
-        }
+        all_results = {d.sources.name: {r: measure(d, r, workers, args.rounds, check)
+                                        for r in RECIPES} for d in datasets}  # fmt: skip
     print("\n".join(report(datasets, all_results, args.readers, unavailable, args.rounds)))
 
 

@@ -68,29 +68,21 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
     import tensorflow_datasets as tfds
 
     from video_tfrecords import ClipDecoder, ClipSource, EncodedFrames
-    from video_tfrecords.clips import decode_tf
 
-    loaded = tfds.load(
-        f"video_tfrecords/default:{version}", split="train", data_dir=data_dir,
-        download=False, decoders={"video": EncodedFrames()},
-    )  # fmt: skip
+    loaded = tfds.load(f"video_tfrecords/default:{version}", split="train", data_dir=data_dir,
+                       download=False, decoders={"video": EncodedFrames()})  # fmt: skip
     videos = [example["video"] for example in loaded]
     signature = [tf.TensorSpec([None], tf.string), tf.TensorSpec([], tf.int64)]
+    opened = dict(data_dir=data_dir, config="default", version=version)
 
-    def graph(kwargs, window_columns=None):
+    def graph(kwargs):
         sample = tf.function(ClipDecoder(**kwargs).sample, input_signature=signature)
-        if window_columns:  # traced now, with crop windows aligned to `window_columns`
-            aligned, decode_tf._WINDOW_COLUMNS = decode_tf._WINDOW_COLUMNS, window_columns
-            sample.get_concrete_function()
-            decode_tf._WINDOW_COLUMNS = aligned
         return lambda seed: [  # each clip dropped before the next, as a loader does
             sample(video, tf.constant(seed + i, tf.int64)).shape for i, video in enumerate(videos)
         ]
 
     def numpy(kwargs):
-        source = ClipSource(
-            "train", data_dir=data_dir, config="default", version=version, **kwargs
-        )  # fmt: skip
+        source = ClipSource("train", **opened, **kwargs)
         read = lambda i, seed: source.get(i, seed=seed)["video"].shape  # noqa: E731
         return lambda seed: [read(i, seed + i) for i in range(len(source))]
 
@@ -100,7 +92,7 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
         return lambda: cpu_time(lambda: read(next(seeds))) / len(videos)
 
     variants = {}
-    source = ClipSource("train", data_dir=data_dir, config="default", version=version, num_frames=1)
+    source = ClipSource("train", **opened, num_frames=1)
     frame = source[0]["video"][0]  # one decoded 340x256 frame
     for name, (_, recipe, plain) in COST_RECIPES.items():
         for path, make in (("TF graph", graph), ("NumPy", numpy)):
@@ -108,14 +100,10 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
             variants[(name, path, "plain")] = make(plain)
         work = unavoidable_work(name, frame)
         variants[(name, "work")] = lambda seed, work=work: [work() for _ in videos]
-    # The TF jitter clip as it was before crop windows started on MCU columns.
-    variants[("jitter", "TF graph, windows off MCU columns", "recipe")] = graph(
-        COST_RECIPES["jitter"][1], window_columns=1
-    )
     for read in variants.values():
         read(0)  # warm-up: tracing, shards mapped
     times = interleave({key: per_clip(read) for key, read in variants.items()}, rounds)
-    rows, tf_plain = [], times[("jitter", "TF graph", "plain")]
+    rows = []
     for name, (label, _, _) in COST_RECIPES.items():
         for path in ("TF graph", "NumPy"):
             spent, plain = times[(name, path, "recipe")], times[(name, path, "plain")]
@@ -137,10 +125,6 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
         "(jitter: and a flip) by `resize_box`; test views: 3 crops of each of 160 frames copied "
         "into a reused output (a fresh one's page faults are not counted). The TF graph decodes "
         "only each box's window, so it can go below.",
-        "",
-        "TF graph, jitter, crop windows starting where the box's margin starts (off the 16-column "
-        "MCU boundaries, as before 2026-11-25) against the plain clip: "
-        f"{ratio(times[('jitter', 'TF graph, windows off MCU columns', 'recipe')], tf_plain)}",
     ]
 
 
@@ -225,7 +209,7 @@ def main() -> None:
     data_dir = peers.build_datasets([sources], out)[sources.name]
     lines = []
     if args.part in ("peers", "both"):
-        python = peers.torchcodec_python(args.torchcodec_python)
+        python = args.torchcodec_python
         logs = os.path.join(out, "logs", "recipes")
         lines += [*peer_part(sources, data_dir, python, args.cpu, rounds, logs), ""]
     if args.part in ("cost", "both"):
