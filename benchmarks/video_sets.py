@@ -128,14 +128,18 @@ def read_rgb(path: str) -> np.ndarray:
         return np.stack([f.to_ndarray(format="rgb24") for f in container.decode(video=0)])
 
 
-def write_h264(path: str, frames, gop: int | None = None, crf=23, preset="medium") -> None:
+def write_h264(path: str, frames, gop: int | None = None, crf=23, preset="medium",
+               audio: np.ndarray | None = None) -> None:
     """RGB frames (an iterable of uint8 [H, W, 3]) as H.264 at 25 fps: libx264's defaults unless
     told (CRF 23, preset medium, B-frames), with a keyframe exactly every `gop` frames if given
-    (scene-cut keyframes off)."""
+    (scene-cut keyframes off); `audio`, int16 [samples, 2] at 48 kHz, as AAC from 0 s."""
     import av
 
     partial = path + ".partial.mp4"
     with av.open(partial, "w") as container:
+        if audio is not None:
+            sound = container.add_stream("aac", rate=48000)
+            sound.layout = "stereo"
         stream = container.add_stream("libx264", rate=25)
         stream.pix_fmt = "yuv420p"
         stream.codec_context.time_base = fractions.Fraction(1, 25)
@@ -148,6 +152,13 @@ def write_h264(path: str, frames, gop: int | None = None, crf=23, preset="medium
                 stream.height, stream.width = frame.shape[:2]
             container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
         container.mux(stream.encode())
+        for at in range(0, 0 if audio is None else len(audio), 1024):
+            chunk = np.ascontiguousarray(audio[at : at + 1024].reshape(1, -1))
+            frame = av.AudioFrame.from_ndarray(chunk, format="s16", layout="stereo")
+            frame.sample_rate, frame.time_base, frame.pts = 48000, fractions.Fraction(1, 48000), at
+            container.mux(sound.encode(frame))
+        if audio is not None:
+            container.mux(sound.encode())
     os.replace(partial, path)
 
 
