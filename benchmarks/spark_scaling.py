@@ -7,7 +7,7 @@ and session on `local[N]`, and TensorFlow, which TFDS's builder imports) is time
 the build (`spark_build.build`: planning, encoding tasks, shard tasks, metadata). Beside it, the
 floor: the same videos encoded by `encoding.encode` in a process pool of 1 and of 2 workers, no
 Spark (what the two cores give the encoding alone).
-Planning: `build/distributed.plan` (manifests read and checked, one task per line, a stat per
+Planning: `engines/distributed.plan` (manifests read and checked, one task per line, a stat per
 video, groups of even size) plus pickling the groups as Spark ships them, on a synthetic
 manifest whose lines point at files that do not exist (a stat each all the same).
 
@@ -90,12 +90,11 @@ def planning_seconds(out: str, lines: int) -> tuple[float, float, int]:
     os.makedirs(manual_dir, exist_ok=True)
     with open(os.path.join(manual_dir, "train.txt"), "w") as f:
         f.writelines(f"videos/class_{i % 400}/{i:07d}.mp4 class_{i % 400}\n" for i in range(lines))
-    builder = tfds.builder(
-        "video_tfrecords", config=video_config(CONFIG), data_dir=os.path.join(out, "plan_data")
-    )
+    data_dir = os.path.join(out, "plan_data")
+    builder = tfds.builder("video_tfrecords", config=video_config(CONFIG), data_dir=data_dir)
     start = time.perf_counter()
     run = BuildRun(builder.info, builder.builder_config)
-    _, groups = distributed.plan(run, manual_dir, os.path.join(out, "plan_data"), cores=800)
+    _, groups = distributed.plan(run, manual_dir, data_dir, cores=800)
     planned = time.perf_counter()
     shipped = len(pickle.dumps(groups, protocol=pickle.HIGHEST_PROTOCOL))
     pickled = time.perf_counter()
@@ -115,9 +114,8 @@ def main() -> None:
     out = os.path.abspath(args.out)
     count, frames, height, width = (4, 30, 96, 128) if args.quick else (args.videos, 300, 720, 1280)
     lines = 2000 if args.quick else args.plan_lines
-    videos = video_sets.synthetic_videos(
-        os.path.join(out, f"videos_{height}p_{frames}"), count, frames, height, width
-    )
+    folder = os.path.join(out, f"videos_{height}p_{frames}")
+    videos = video_sets.synthetic_videos(folder, count, frames, height, width)
     manual_dir = video_sets.video_set(os.path.join(out, "manual"), videos).manual_dir
     results, floor = {}, {}
     for cores in (1, 2):

