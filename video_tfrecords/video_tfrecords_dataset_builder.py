@@ -8,6 +8,7 @@ engines': `engines.local` (a pool of worker processes) or `engines.beam`, under 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sys
 
@@ -120,12 +121,8 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                 download_dir=download_dir, download_config=config, **kwargs
             )
         command = tfds_command.run_by_tfds_command()
-
-        def write(run):
-            self._run, self._engine = run, None  # the engine: when TFDS asks for the splits
-            return self._write(download_dir, config, kwargs)
-
         ways = provenance.ways_on("tfds" if command else "python", self.builder_config.name)
+        write = functools.partial(self._write, download_dir=download_dir, config=config, **kwargs)
         try:
             text = prepare(self, self._manual_dir, write, overwrite=overwrite, ways=ways)
         except provenance.StaleDatasetError as e:
@@ -136,9 +133,10 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             tfds_command.print_last(text)
         self._done_under_command = command
 
-    def _write(self, download_dir, config, kwargs) -> dict[str, int] | None:
-        """TFDS's build, through the engine `_split_generators` picks: the examples written per
-        split, or None if TFDS built nothing."""
+    def _write(self, run: BuildRun, *, download_dir, config, **kwargs) -> dict[str, int] | None:
+        """TFDS's build of `run`, through the engine `_split_generators` picks: the examples
+        written per split, or None if TFDS built nothing."""
+        self._run, self._engine = run, None  # the engine: chosen when TFDS asks for the splits
         try:
             with tfds_command.without_tfds_chatter():
                 super().download_and_prepare(
