@@ -84,8 +84,8 @@ class PreparedInfo:
         return getattr(self._info, name)
 
     def __repr__(self) -> str:
-        folder = self._info.data_dir
-        return f"{self._info.full_name}: its DatasetInfo is {os.path.join(folder, 'dataset_info.json')}"
+        path = os.path.join(self._info.data_dir, "dataset_info.json")
+        return f"{self._info.full_name}: its DatasetInfo is {path}"
 
 
 # What TFDS 4.9.10 prints on stdout around a build (its own rule: always, whatever the
