@@ -14,26 +14,14 @@ core. Bytes: JPEG q90 frames against int16 audio per second of video.
 
 from __future__ import annotations
 
-import fractions
 import os
-import time
 
 import numpy as np
 
+import builds
+import timing
 import video_sets  # puts tests/ on the path (video_sets.synthetic: the test videos' maker)
-from builds import build_dataset
-from timing import (
-    arguments,
-    cpu_time,
-    interleave,
-    log,
-    median,
-    one_cpu,
-    pin,
-    ratio,
-    settled,
-    table,
-)
+from timing import arguments, cpu_time, interleave, median, per_item, ratio, rounds_note, table
 
 RATE = 16000
 CLIP = {"num_frames": 16, "stride": 4, "fps": 25, "crop_size": (224, 224), "flip": True}
@@ -42,37 +30,18 @@ CLIPS_PER_MEASURE = 120
 
 
 def write_av(path: str, frames: np.ndarray, seed: int) -> str:
-    """H.264 frames at 25 fps (CRF 23) and AAC at 48 kHz stereo from 0 s to the video's end."""
-    import av
-
+    """H.264 frames at 25 fps (CRF 23) and AAC at 48 kHz stereo from 0 s to the video's end: a
+    note every 0.5 s and noise, the right channel 5 ms behind."""
     if os.path.exists(path):
         return path
     rng = np.random.default_rng(seed)
-    partial = path + ".partial.mp4"
-    with av.open(partial, "w") as container:
-        video = container.add_stream("libx264", rate=25)
-        video.height, video.width, video.pix_fmt = *frames.shape[1:3], "yuv420p"
-        video.options = {"crf": "23", "preset": "veryfast"}
-        audio = container.add_stream("aac", rate=48000)
-        audio.layout = "stereo"
-        for index, rgb in enumerate(frames):
-            picture = av.VideoFrame.from_ndarray(rgb, format="rgb24")
-            picture.pts = index
-            container.mux(video.encode(picture))
-        container.mux(video.encode())
-        count = len(frames) * 48000 // 25
-        t = np.arange(count) / 48000
-        pitch = 220 * 2 ** (rng.integers(0, 24, 1 + count // 24000) / 12)  # a note every 0.5 s
-        tone = 0.3 * np.sin(2 * np.pi * np.cumsum(pitch[(t * 2).astype(int)]) / 48000)
-        left = tone + 0.05 * rng.standard_normal(count)
-        pcm = (np.stack([left, np.roll(left, 240)], 1) * 32767).astype(np.int16).reshape(1, -1)
-        for at in range(0, count, 1024):
-            chunk = np.ascontiguousarray(pcm[:, 2 * at : 2 * (at + 1024)])
-            frame = av.AudioFrame.from_ndarray(chunk, format="s16", layout="stereo")
-            frame.sample_rate, frame.time_base, frame.pts = 48000, fractions.Fraction(1, 48000), at
-            container.mux(audio.encode(frame))
-        container.mux(audio.encode())
-    os.replace(partial, path)
+    count = len(frames) * 48000 // 25
+    t = np.arange(count) / 48000
+    pitch = 220 * 2 ** (rng.integers(0, 24, 1 + count // 24000) / 12)  # a note every 0.5 s
+    tone = 0.3 * np.sin(2 * np.pi * np.cumsum(pitch[(t * 2).astype(int)]) / 48000)
+    left = tone + 0.05 * rng.standard_normal(count)
+    pcm = (np.stack([left, np.roll(left, 240)], 1) * 32767).astype(np.int16)
+    video_sets.write_h264(path, frames, crf=23, preset="veryfast", audio=pcm)
     return path
 
 
@@ -81,38 +50,19 @@ def sources(out: str, videos: int, frames: int) -> list[str]:
     folder = os.path.join(out, f"sources_{videos}x{frames}")
     os.makedirs(folder, exist_ok=True)
     size = (video_sets.HEIGHT, video_sets.WIDTH)
-    paths = [
-        write_av(
-            os.path.join(folder, f"av{i}.mp4"),
-            video_sets.synthetic.moving_frames(frames, *size, i),
-            i,
-        )
-        for i in range(videos)
-    ]
+    paths = [write_av(os.path.join(folder, f"av{i}.mp4"),
+                      video_sets.synthetic.moving_frames(frames, *size, i), i)
+             for i in range(videos)]  # fmt: skip
     video_sets.video_set(os.path.join(folder, "manual"), paths)
     return paths
-
-
-def built(out: str, manual: str, name: str, audio: bool) -> str:
-    """The data dir of a build of the sources (made once, kept)."""
-    data_dir = os.path.join(out, "data", name)
-    if not os.path.isdir(os.path.join(data_dir, "video_tfrecords", name)):
-        config = {"name": name, **({"audio_rate": RATE} if audio else {})}
-        log(f"building {name}")
-        build_dataset(manual, data_dir, config)
-    return data_dir
 
 
 def build_part(paths: list[str], rounds: int) -> list[str]:
     """The build's work per video with and without audio; bytes per second of each."""
     from video_tfrecords import VideoConfig
-    from video_tfrecords.ingest import encoding, manifest
 
     def work(path, config):
-        entry = manifest.Entry("train.txt", 1, os.path.basename(path), "a")
-        examples = []
-        encoding.encode_video(encoding.Task("train", entry, 0, path, config, ""), examples.append)
-        return examples
+        return builds.encoded(builds.whole_video(path, config))[0]
 
     configs = {
         "without audio": VideoConfig(name="default", segment_frames=None),
@@ -139,24 +89,15 @@ def build_part(paths: list[str], rounds: int) -> list[str]:
     ]]  # fmt: skip
     header = ["build ms / video, no audio", "with audio", "ratio", "audio's ms / s of video",
               "JPEG kB/s", "audio kB/s", "audio / JPEG"]  # fmt: skip
-    return [
-        (
-            f"Build work per {len(examples[0]['video'])}-frame video (decode, resize to 256p, "
+    return [f"Build work per {len(examples[0]['video'])}-frame video (decode, resize to 256p, "
             f"JPEG q90; with audio: AAC 48 kHz stereo decoded, resampled to {RATE} Hz mono, "
-            f"aligned), CPU ms on one core, median of {rounds} interleaved rounds; bytes stored "
-            "per second of video:"
-        ),
-        "",
-        *table(header, rows),
-    ]
+            f"aligned), CPU ms on one core, {rounds_note(rounds)}; bytes stored per second of "
+            "video:", "", *table(header, rows)]  # fmt: skip
 
 
 def read_part(plain_dir: str, audio_dir: str, rounds: int) -> list[str]:
     """CPU per clip with and without audio, NumPy and tf.data paths."""
     import tensorflow as tf
-
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
     import tensorflow_datasets as tfds
 
     from video_tfrecords import ClipDecoder, ClipSource, EncodedFrames
@@ -186,23 +127,13 @@ def read_part(plain_dir: str, audio_dir: str, rounds: int) -> list[str]:
         examples = iter(mapped)  # one pipeline, read on: its start-up is not a clip's cost
         return lambda: [next(examples)["video"].shape for _ in range(clips)]
 
-    def per_clip(read):
-        """CPU s per clip of a pass, with what tf.data's threads do in the background for it."""
-
-        def measure():
-            start = settled()
-            read()
-            return (settled() - start) / clips
-
-        return measure
-
     measures, count = {}, len(ClipSource("train", data_dir=audio_dir, config="av", num_frames=1))
     clips = -(-CLIPS_PER_MEASURE // count) * count  # whole passes over the split
     for name, (data_dir, config, audio) in variants.items():
         for path, make in (("NumPy", numpy), ("tf.data", graph)):
             read = make(data_dir, config, audio)
             read()  # warm-up: tracing, shards mapped
-            measures[(path, name)] = per_clip(read)
+            measures[(path, name)] = per_item(read, clips)
     times = interleave(measures, rounds)
     rows = []
     for path in ("NumPy", "tf.data"):
@@ -211,43 +142,28 @@ def read_part(plain_dir: str, audio_dir: str, rounds: int) -> list[str]:
         for name in variants:
             spent = times[(path, name)]
             against_same = ratio(spent, same) if name.endswith("audio=True") else ""
-            rows.append(
-                [path, name, f"{median(spent) * 1e3:.2f}", ratio(spent, base), against_same]
-            )
+            rows.append([path, name, f"{median(spent) * 1e3:.2f}", ratio(spent, base),
+                         against_same])  # fmt: skip
     header = ["path", "dataset, clip", "ms / clip", "/ plain build", "/ audio build, audio=False"]
-    return [
-        (
-            f"The audio-visual recipe (16 frames, stride 4, fps=25, 2.56 s of {RATE} Hz mono "
+    return [f"The audio-visual recipe (16 frames, stride 4, fps=25, 2.56 s of {RATE} Hz mono "
             f"audio; random 224 crop, flip), CPU ms per clip on one core, {count} records of "
-            f"340x256 read {clips // count} times a round, median of {rounds} interleaved rounds; "
-            "ratios: median (min-max) of per-round ratios:"
-        ),
-        "",
-        *table(header, rows),
-    ]
+            f"340x256 read {clips // count} times a round, {rounds_note(rounds)}:", "",
+            *table(header, rows)]  # fmt: skip
 
 
 def main() -> None:
     """Makes the sources and builds, times the parts, prints their tables."""
-    parser = arguments(__doc__, "audio")
-    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 9; 2 --quick)")
-    parser.add_argument("--cpu", type=int, default=one_cpu())
-    args = parser.parse_args()
-    rounds = args.rounds or (2 if args.quick else 9)
+    args = arguments(__doc__, "audio", rounds=9, quick_folder=True).parse_args()
     videos, frames = (2, 80) if args.quick else (6, 250)
-    out = os.path.join(args.out, "quick") if args.quick else args.out
-    start = time.perf_counter()
-    paths = sources(out, videos, frames)
+    paths = sources(args.out, videos, frames)
     manual = os.path.join(os.path.dirname(paths[0]), "manual")
-    plain_dir, audio_dir = built(out, manual, "plain", False), built(out, manual, "av", True)
-    pin({args.cpu})
-    import cv2
-
-    cv2.setNumThreads(1)
-    lines = [*read_part(plain_dir, audio_dir, rounds), "", *build_part(paths, rounds)]
+    configs = {"plain": {"name": "plain"}, "av": {"name": "av", "audio_rate": RATE}}
+    plain_dir, audio_dir = (builds.built_once(manual, os.path.join(args.out, "data", name), config)
+                            for name, config in configs.items())  # fmt: skip
+    timing.one_core(args.cpu, tensorflow=True)
+    lines = [*read_part(plain_dir, audio_dir, args.rounds), "", *build_part(paths, args.rounds)]
     print("\n".join(lines))
-    log(f"done in {time.perf_counter() - start:.0f} s")
 
 
 if __name__ == "__main__":
-    main()
+    timing.main(main)

@@ -37,12 +37,8 @@ def stored(data_dir: str) -> tuple[int, int, int]:
 
     from video_tfrecords import EncodedFrames
 
-    dataset = tfds.load(
-        "video_tfrecords/memory",
-        split="train",
-        data_dir=data_dir,
-        decoders={"video": EncodedFrames()},
-    )
+    dataset = tfds.load("video_tfrecords/memory", split="train", data_dir=data_dir,
+                        decoders={"video": EncodedFrames()})  # fmt: skip
     examples = frames = size = 0
     for example in tfds.as_numpy(dataset):
         examples += 1
@@ -58,9 +54,8 @@ def main() -> None:
     height, width = 312, 416  # stored as is (short side 312): about 38 KB a q90 frame, 1.1 GB
     out = os.path.abspath(args.out)
     frames = round(minutes * 60 * 25)
-    (video,) = video_sets.synthetic_videos(
-        os.path.join(out, f"{minutes:g}min_{width}x{height}"), 1, frames, height, width
-    )
+    folder = os.path.join(out, f"{minutes:g}min_{width}x{height}")
+    (video,) = video_sets.synthetic_videos(folder, 1, frames, height, width)
     manual_dir = video_sets.video_set(os.path.join(out, "manual"), [video]).manual_dir
     data_dir = os.path.join(out, "data")
     shutil.rmtree(data_dir, ignore_errors=True)
@@ -70,9 +65,8 @@ def main() -> None:
     start = time.perf_counter()
     log_path = os.path.join(out, "build.log")  # a file: a full pipe would stall the build
     with open(log_path, "wb") as log:
-        process = psutil.Popen(
-            command, env=builds.child_env(), stdout=subprocess.DEVNULL, stderr=log
-        )
+        env = builds.child_env()
+        process = psutil.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log)
         peak = 0
         while process.poll() is None:
             peak = max(peak, tree_rss(process))
@@ -85,10 +79,8 @@ def main() -> None:
     shutil.rmtree(data_dir, ignore_errors=True)
     gib = 2**30
     video = f"one {minutes:g}-minute video, {width}x{height}, 25 fps"
-    written = (
-        f"{frames} frames; stored {kept} frames in {examples} examples, "
-        f"{jpeg / gib:.2f} GiB of JPEG; `tfds build` took {seconds:.0f} s"
-    )
+    written = (f"{frames} frames; stored {kept} frames in {examples} examples, "
+               f"{jpeg / gib:.2f} GiB of JPEG; `tfds build` took {seconds:.0f} s")  # fmt: skip
     peak_rss = "peak RSS, build process + workers (sampled every 50 ms)"
     under = "PASS" if peak < TARGET_BYTES else "FAIL"
     rows = [

@@ -20,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from timing import ROOT, one_cpu, pin
+from timing import ROOT, log, one_cpu, pin
 
 CHILD = os.path.abspath(__file__)
 
@@ -51,14 +51,17 @@ def child_command(command: str, *args: str) -> list[str]:
     return [sys.executable, CHILD, command, *args]
 
 
+def json_child(command: list[str]) -> dict:
+    """Runs a child process (quiet TF, the repo importable); the JSON of its last line."""
+    done = subprocess.run(command, env=child_env(), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[1:3])} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def run_child(command: str, *args: str) -> dict:
     """Runs one measurement of this file's child side; its JSON result."""
-    done = subprocess.run(
-        child_command(command, *args), env=child_env(), capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"builds.py {command} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json_child(child_command(command, *args))
 
 
 def build_args(manual_dir: str, data_dir: str, config: str | dict) -> list[str]:
@@ -76,6 +79,32 @@ def build_dataset(
     return run_child("build", *options)
 
 
+def built_once(manual_dir: str, data_dir: str, config: str | dict = "default") -> str:
+    """`data_dir`, where the config's build of `manual_dir` is made unless it is there."""
+    name = config if isinstance(config, str) else config["name"]
+    if not os.path.isdir(os.path.join(data_dir, "video_tfrecords", name)):
+        log(f"building {manual_dir} ({name}) in {data_dir}")
+        build_dataset(manual_dir, data_dir, config)
+    return data_dir
+
+
+def whole_video(path: str, config):
+    """The build's task of one video, a text manifest's line."""
+    from video_tfrecords.ingest import encoding, manifest
+
+    entry = manifest.Entry("train.txt", 1, os.path.basename(path), "a")
+    return encoding.Task("train", entry, 0, path, config, "")
+
+
+def encoded(task) -> tuple[list[dict], dict]:
+    """The build's whole work on a task's video in this process (`encoding.encode_video`): its
+    examples, and what it says of the video (`parts`: each span's numbers)."""
+    from video_tfrecords.ingest import encoding
+
+    examples = []
+    return examples, encoding.encode_video(task, examples.append)
+
+
 def bound_args(videos: list[str], short_side: int, quality: int) -> list[str]:
     """The options of a bound measurement, OpenCV single-threaded (as the build's workers)."""
     options = ["--cv_threads=1", f"--short_side={short_side}", f"--quality={quality}"]
@@ -91,15 +120,9 @@ def bound_one_core(videos: list[str], short_side: int, quality: int) -> Rate:
 
 def bound_parallel(videos: list[str], short_side: int, quality: int, processes: int) -> Rate:
     """Videos/s of the bound in `processes` processes at once, each on its share of the videos."""
-    children = [
-        subprocess.Popen(
-            child_command("bound", *bound_args(videos[i::processes], short_side, quality)),
-            env=child_env(),
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(processes)
-    ]
+    children = [subprocess.Popen(child_command("bound", *bound_args(videos[i::processes],
+                                 short_side, quality)), env=child_env(), stdout=subprocess.PIPE,
+                                 text=True) for i in range(processes)]  # fmt: skip
     results = [json.loads(child.communicate()[0].strip().splitlines()[-1]) for child in children]
     wall = max(r["end"] for r in results) - min(r["start"] for r in results)
     return Rate(len(videos) / wall, len(videos) / wall)
@@ -137,9 +160,8 @@ def cli_build_seconds(manual_dir: str, data_dir: str, config: dict) -> float:
     """Wall-clock seconds of `tfds build` from the command line, start-up and imports included."""
     shutil.rmtree(data_dir, ignore_errors=True)
     start = time.perf_counter()
-    subprocess.run(
-        cli_command(manual_dir, data_dir, config), env=child_env(), capture_output=True, check=True
-    )
+    subprocess.run(cli_command(manual_dir, data_dir, config), env=child_env(), capture_output=True,
+                   check=True)  # fmt: skip
     seconds = time.perf_counter() - start
     shutil.rmtree(data_dir, ignore_errors=True)
     return seconds
@@ -171,11 +193,9 @@ def build(manual_dir: str, data_dir: str, config: str | dict, overwrite: bool = 
     cpu_before = cpu_seconds()
     start = time.perf_counter()
     mode = tfds.GenerateMode.FORCE_REDOWNLOAD if overwrite else None
+    mode = mode or tfds.GenerateMode.REUSE_DATASET_IF_EXISTS
     builder.download_and_prepare(
-        download_config=tfds.download.DownloadConfig(
-            manual_dir=manual_dir, download_mode=mode or tfds.GenerateMode.REUSE_DATASET_IF_EXISTS
-        )
-    )
+        download_config=tfds.download.DownloadConfig(manual_dir=manual_dir, download_mode=mode))
     seconds = time.perf_counter() - start
     cpu_after = cpu_seconds()
     return {
@@ -190,9 +210,7 @@ def build(manual_dir: str, data_dir: str, config: str | dict, overwrite: bool = 
 
 def cpu_seconds() -> tuple[float, float]:
     """(this process's, its finished children's) user + system CPU seconds."""
-    own, children = (
-        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-    )
+    own, children = map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
@@ -246,14 +264,9 @@ def pool_start(workers: int) -> dict:
     from video_tfrecords.ingest import encoding
 
     start = time.perf_counter()
-    results = parallel.ordered_map(
-        encoding.encode,
-        [_probe_task() for _ in range(workers)],
-        num_workers=workers,
-        on_death=local.on_worker_death,
-        initializer=encoding.init_worker,
-    )
-    list(results)
+    list(parallel.ordered_map(encoding.encode, [_probe_task() for _ in range(workers)],
+                              num_workers=workers, on_death=local.on_worker_death,
+                              initializer=encoding.init_worker))  # fmt: skip
     return {"seconds": time.perf_counter() - start}
 
 
@@ -271,14 +284,11 @@ def main() -> None:
     """Parses the command line, runs one command, prints its JSON result."""
     parser = argparse.ArgumentParser()
     parser.add_argument("command", choices=["build", "bound", "pool_start"])
-    parser.add_argument("--manual_dir")
-    parser.add_argument("--data_dir")
-    parser.add_argument("--config", default="default", help="a config name or JSON fields")
-    parser.add_argument("--cpu", type=int)
-    parser.add_argument("--cv_threads", type=int)
-    parser.add_argument("--short_side", type=int, default=256)
-    parser.add_argument("--quality", type=int, default=90)
-    parser.add_argument("--workers", type=int, default=2)
+    for name in ("--manual_dir", "--data_dir", "--config"):  # config: a name or JSON fields
+        parser.add_argument(name, default="default" if name == "--config" else None)
+    for name, default in (("--cpu", None), ("--cv_threads", None), ("--short_side", 256),
+                          ("--quality", 90), ("--workers", 2)):  # fmt: skip
+        parser.add_argument(name, type=int, default=default)
     parser.add_argument("--videos", nargs="*", default=[])
     parser.add_argument("--overwrite", action="store_true")
     args = parser.parse_args()

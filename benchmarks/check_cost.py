@@ -1,38 +1,27 @@
 """Frame header checks (issue 49) against a 16-frame clip's read, NumPy and TF paths.
 
-Sources: synthetic 340x256 H.264 videos (`video_sets.synthetic_videos`), built with the
-`default` config (JPEG q90, frames 340x256, each example's frame size stored). Reads: a
-16-frame clip, stride 2, of two recipes (a random 224 crop with flip; whole frames, centred),
-one pinned process, CPU ms per clip, each clip dropped before the next: `ClipSource` (NumPy)
-and `tfds.load` + `ClipDecoder` (tf.data, one pipeline read on). Each with the header checks
-(`clips.jpeg.Headers` on every decoded frame, before it is decoded; in the graph,
-`clips.jpeg_tf.checked_headers`: graph ops on the first frame's header and every frame's
-first bytes) against the same reader with them
-patched out, interleaved; and the checks' own CPU time for a clip's 16 frames against the
-clip's read, where the A/B's noise (a few percent) would hide them: on the NumPy path the
-checks timed alone, on the TF path a tf.data pipeline over the records' frames in memory with
-and without the graph's check (its difference).
+Sources: synthetic 340x256 H.264 videos (`video_sets.synthetic_videos`), built with the `default`
+config (JPEG q90, frames 340x256, each example's frame size stored). Reads: a 16-frame clip, stride
+2, of two recipes (a random 224 crop with flip; whole frames, centred), one pinned process, CPU ms
+per clip, each clip dropped before the next: `ClipSource` (NumPy) and `tfds.load` + `ClipDecoder`
+(tf.data, one pipeline read on). Each with the header checks (`clips.jpeg.Headers` on every decoded
+frame, before it is decoded; in the graph, `clips.jpeg_tf.checked_headers`: graph ops on the first
+frame's header and every frame's first bytes) against the same reader with them patched out,
+interleaved; and the checks' own CPU time for a clip's 16 frames against the clip's read, where the
+A/B's noise (a few percent) would hide them: on the NumPy path the checks timed alone, on the TF
+path a tf.data pipeline over the records' frames in memory with and without the graph's check (its
+difference).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import time
 
+import builds
+import timing
 import video_sets
-from builds import build_dataset
-from timing import (
-    arguments,
-    interleave,
-    log,
-    median,
-    one_cpu,
-    pin,
-    ratio,
-    settled,
-    table,
-)
+from timing import arguments, interleave, median, per_item, ratio, rounds_note, table
 
 RECIPES = {
     "random 224 crop, flip": {"num_frames": 16, "stride": 2, "crop_size": (224, 224),
@@ -146,58 +135,32 @@ def header_checks(source, clip: dict, clips: int):
     return run
 
 
-def per_clip(read, clips: int):
-    """CPU s per clip of a pass, with what tf.data's threads do in the background for it."""
-
-    def measure():
-        start = settled()
-        read()
-        return (settled() - start) / clips
-
-    return measure
-
-
 def main() -> None:
     """Builds the dataset once, times each reader with and without its header checks."""
-    parser = arguments(__doc__, "checks")
-    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 9; 2 --quick)")
-    parser.add_argument("--cpu", type=int, default=one_cpu())
-    args = parser.parse_args()
-    rounds = args.rounds or (2 if args.quick else 9)
+    args = arguments(__doc__, "checks", rounds=9, quick_folder=True).parse_args()
     videos, frames = (2, 60) if args.quick else (6, 250)
-    out = os.path.join(args.out, "quick") if args.quick else args.out
-    start = time.perf_counter()
-    folder = os.path.join(out, f"sources_{videos}x{frames}")
+    folder = os.path.join(args.out, f"sources_{videos}x{frames}")
     paths = video_sets.synthetic_videos(folder, videos, frames, video_sets.HEIGHT, video_sets.WIDTH)
     manual = video_sets.video_set(os.path.join(folder, "manual"), paths).manual_dir
-    data_dir = os.path.join(out, "data")
-    if not os.path.isdir(os.path.join(data_dir, "video_tfrecords", "default")):
-        log("building")
-        build_dataset(manual, data_dir, "default")
-    pin({args.cpu})
-    import cv2
-    import tensorflow as tf
-
-    cv2.setNumThreads(1)
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    data_dir = builds.built_once(manual, os.path.join(args.out, "data"))
+    timing.one_core(args.cpu, tensorflow=True)
     clips = CLIPS_PER_MEASURE if not args.quick else 8
     measures, sources = {}, {}
     for recipe, clip in RECIPES.items():
         for checked in (True, False):
             read, sources[recipe] = numpy_reader(data_dir, clip, checked, clips)
             read()  # warm-up: shards mapped, arrays pooled
-            measures["NumPy", recipe, checked] = per_clip(read, clips)
+            measures["NumPy", recipe, checked] = per_item(read, clips)
             read = graph_reader(data_dir, clip, checked, clips)
             read()  # warm-up: the graph's first runs
-            measures["tf.data", recipe, checked] = per_clip(read, clips)
+            measures["tf.data", recipe, checked] = per_item(read, clips)
         alone = header_checks(sources[recipe], clip, clips)
-        measures["NumPy checks", recipe, True] = per_clip(alone, clips)
+        measures["NumPy checks", recipe, True] = per_item(alone, clips)
     for checked in (True, False):  # the graph's check after TFDS's parse, and the parse alone
         read = graph_checks(data_dir, checked, clips)
         read()
-        measures["tf.data checks", "", checked] = per_clip(read, clips)
-    times = interleave(measures, rounds)
+        measures["tf.data checks", "", checked] = per_item(read, clips)
+    times = interleave(measures, args.rounds)
     graph_alone = [a - b for a, b in zip(times["tf.data checks", "", True],
                                          times["tf.data checks", "", False])]  # fmt: skip
     rows = []
@@ -212,13 +175,10 @@ def main() -> None:
               "checks alone, µs / clip", "checks alone / read"]  # fmt: skip
     print("\n".join([
         f"Frame header checks against a 16-frame clip's read: CPU per clip on one core, "
-        f"{len(paths)} records of 340x256 frames read {clips} clips a measure, median of "
-        f"{rounds} interleaved rounds; ratios: median (min-max) of per-round ratios:",
-        "",
-        *table(header, rows),
+        f"{len(paths)} records of 340x256 frames read {clips} clips a measure, "
+        f"{rounds_note(args.rounds)}:", "", *table(header, rows),
     ]))  # fmt: skip
-    log(f"done in {time.perf_counter() - start:.0f} s")
 
 
 if __name__ == "__main__":
-    main()
+    timing.main(main)

@@ -30,11 +30,7 @@ def dataset(args) -> str:
     videos, frames = (4, 40) if args.quick else (16, 120)
     paths = video_sets.synthetic_videos(os.path.join(args.out, "videos"), videos, frames, 256, 340)
     manual = video_sets.video_set(os.path.join(args.out, f"manual_{videos}"), paths, 4)
-    data_dir = os.path.join(args.out, f"data_{videos}")
-    if not os.path.isdir(os.path.join(data_dir, "video_tfrecords")):
-        log(f"building {manual.manual_dir} in {data_dir}")
-        builds.build_dataset(manual.manual_dir, data_dir)
-    return data_dir
+    return builds.built_once(manual.manual_dir, os.path.join(args.out, f"data_{videos}"))
 
 
 def pipeline(data_dir: str, batch: int, crop: int, symbolic: bool):
@@ -131,10 +127,8 @@ def state_cost(advance, take) -> list[str]:
 
 
 def main():
-    parser = arguments(__doc__, "checkpoint")
-    parser.add_argument("--rounds", type=int, help="default 5 (--quick: 1)")
-    args = parser.parse_args()
-    rounds = args.rounds or (1 if args.quick else 5)
+    args = arguments(__doc__, "checkpoint", rounds=5, quick_rounds=1, cpu=False).parse_args()
+    rounds = args.rounds
     batch, crop = (4, 112) if args.quick else (32, 224)
     data_dir = dataset(args)
     results = interleave(

@@ -14,13 +14,12 @@ from __future__ import annotations
 import dataclasses
 import os
 
-import cv2
-
+import builds
+import timing
 import video_sets  # puts tests/ on the path
 import videos  # tests/videos.py: the interlaced writer
-from timing import arguments, cpu_time, interleave, log, median, one_cpu, pin, ratio, table
+from timing import arguments, cpu_time, interleave, log, median, ratio, rounds_note, table
 from video_tfrecords import VideoConfig
-from video_tfrecords.ingest import encoding, manifest
 
 INTERLACED = {  # name: (codec, extension, options), as tests/test_deinterlace.py
     "interlaced MPEG-2 (.mpg)": ("mpeg2video", "mpg", {"b": "12M", "qmax": "4"}),
@@ -46,22 +45,15 @@ def inputs(out: str, source_frames: int | None) -> dict[str, str]:
 
 def build_work(path: str, config: VideoConfig) -> tuple[list[bytes], int]:
     """The build's work on one video: (its JPEG frames, frames decoded)."""
-    entry = manifest.Entry("train.txt", 1, os.path.basename(path), "a")
-    task = encoding.Task("train", entry, 0, path, config, "unused")
-    examples = []
-    (whole,) = encoding.encode_video(task, examples.append)["parts"]
+    examples, result = builds.encoded(builds.whole_video(path, config))
+    (whole,) = result["parts"]
     return [jpeg for example in examples for jpeg in example["video"]], whole["source_num_frames"]
 
 
 def main() -> None:
     """Checks what each variant stores, then times them in interleaved rounds; prints a table."""
-    parser = arguments(__doc__, "real")
-    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 9)")
-    parser.add_argument("--cpu", type=int, default=one_cpu())
-    args = parser.parse_args()
-    rounds = args.rounds or (2 if args.quick else 9)
-    pin({args.cpu})
-    cv2.setNumThreads(1)
+    args = arguments(__doc__, "real", rounds=9).parse_args()
+    timing.one_core(args.cpu)
     on = VideoConfig(name="default", segment_frames=None)
     configs = {"on": on, "off": dataclasses.replace(on, deinterlace=False)}
     paths = inputs(args.out, 48 if args.quick else None)
@@ -77,7 +69,7 @@ def main() -> None:
         for name, path in paths.items()
         for key, config in configs.items()
     }
-    times = interleave(measures, rounds)
+    times = interleave(measures, args.rounds)
     rows = []
     for name in paths:
         per_frame = {key: [t / counts[name] for t in times[(name, key)]] for key in configs}
@@ -85,11 +77,9 @@ def main() -> None:
         ms = [f"{median(off) * 1e3:.3f}", f"{median(on_) * 1e3:.3f}"]
         rows.append([name, counts[name], *ms, ratio(on_, off)])
     header = ["input", "frames", "deinterlace=False", 'deinterlace="auto"', "auto / False"]
-    print(
-        f"Build work per frame (decode, deinterlace, resize to 256p, JPEG q90), CPU ms on one "
-        f"core, median of {rounds} interleaved rounds; ratio: median (min-max) of per-round "
-        "ratios. Progressive frames stored byte-identical either way; interlaced ones differ:\n"
-    )
+    print(f"Build work per frame (decode, deinterlace, resize to 256p, JPEG q90), CPU ms on one "
+          f"core, {rounds_note(args.rounds)}. Progressive frames stored byte-identical either "
+          "way; interlaced ones differ:\n")  # fmt: skip
     print("\n".join(table(header, rows)))
 
 

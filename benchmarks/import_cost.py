@@ -18,11 +18,10 @@ import sys
 
 from timing import ROOT, arguments, interleave, log, median, ratio, table
 
-STATEMENTS = {
-    "ClipSource": "from video_tfrecords import ClipSource",
-    "package": "import video_tfrecords",
-}
-HEAVY = ("tensorflow", "tensorflow_datasets", "av", "video_tfrecords.video_tfrecords_dataset_builder")
+STATEMENTS = {"ClipSource": "from video_tfrecords import ClipSource",
+              "package": "import video_tfrecords"}  # fmt: skip
+HEAVY = ("tensorflow", "tensorflow_datasets", "av",
+         "video_tfrecords.video_tfrecords_dataset_builder")  # fmt: skip
 PROBE = """
 import json, resource, sys, time
 start = time.perf_counter()
@@ -39,27 +38,24 @@ def measure(tree: str, statement: str) -> dict:
     CPU counts the whole process (the interpreter's own start-up included)."""
     env = dict(os.environ, PYTHONPATH=tree, TF_CPP_MIN_LOG_LEVEL="3")
     code = PROBE.format(statement=statement, heavy=HEAVY)
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd="/", check=True
-    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          cwd="/", check=True)  # fmt: skip
     return json.loads(done.stdout.splitlines()[-1])
 
 
 def main() -> None:
-    parser = arguments(__doc__, "imports")  # --out: accepted, nothing is written
+    parser = arguments(__doc__, "imports", rounds=15, quick_rounds=3, cpu=False)  # --out: unused
     parser.add_argument("--against", default=None, help="the root of another checkout")
-    parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
-    rounds = 3 if args.quick else args.rounds
+    rounds = args.rounds
     trees = {"this tree": ROOT}
     if args.against:
         trees["--against"] = os.path.abspath(args.against)
     rows = []
     for what, statement in STATEMENTS.items():
         log(f"{what}: {statement}")
-        results = interleave(
-            {name: (lambda t=tree: measure(t, statement)) for name, tree in trees.items()}, rounds
-        )
+        measures = {name: (lambda t=tree: measure(t, statement)) for name, tree in trees.items()}
+        results = interleave(measures, rounds)
         walls = {name: [r["wall"] for r in runs] for name, runs in results.items()}
         cpus = {name: [r["cpu"] for r in runs] for name, runs in results.items()}
         for name in trees:
@@ -68,9 +64,8 @@ def main() -> None:
             rows.append([
                 f"`{statement}`", name, f"{median(walls[name]):.3f}", f"{median(cpus[name]):.3f}",
                 str(ratio(walls[name], walls["this tree"])) if against else "",
-                str(ratio(cpus[name], cpus["this tree"])) if against else "",
-                loaded,
-            ])
+                str(ratio(cpus[name], cpus["this tree"])) if against else "", loaded,
+            ])  # fmt: skip
     header = ["statement", "tree", "import s (median)", "process CPU s", "import s / this tree's",
               "CPU s / this tree's", "heavy modules loaded"]
     print("\n".join(table(header, rows)))

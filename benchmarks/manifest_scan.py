@@ -15,16 +15,15 @@ The files were just written, so the walk reads a warm page cache; a cold disk is
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+from timing import arguments, log, median, table
 from video_tfrecords.ingest import manifest, provenance
 from video_tfrecords.make_manifests import common, kinetics
 
@@ -61,10 +60,8 @@ def check(manual_dir: str) -> tuple[float, float]:
     started = time.perf_counter()
     dataset = manifest.read_dataset(manual_dir)
     read = time.perf_counter() - started
-    files = {
-        split: {e.path: provenance.resolve(manual_dir, e.path) for e in entries}
-        for split, entries in dataset.splits.items()
-    }  # what the build's record of its inputs holds (there with a stat each)
+    files = {split: {e.path: provenance.resolve(manual_dir, e.path) for e in entries}
+             for split, entries in dataset.splits.items()}  # as the build's record holds them
     started = time.perf_counter()
     shared = manifest.in_several_splits(dataset.splits, files)
     assert shared == [], shared  # Kinetics' splits share no video
@@ -72,22 +69,20 @@ def check(manual_dir: str) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, rounds=3, quick_rounds=1, cpu=False)
     parser.add_argument("--files", type=int, default=100_000, help="videos and CSV lines")
     parser.add_argument("--classes", type=int, default=400)
-    parser.add_argument("--rounds", type=int, default=3, help="timings per variant (median)")
-    parser.add_argument("--quick", action="store_true", help="2,000 files, one round")
     parser.add_argument("--out", help="folder to write the set in (removed after); default: a temp")
     args = parser.parse_args()
-    if args.quick:
-        args.files, args.classes, args.rounds = 2_000, 40, 1
+    if args.quick:  # 2,000 files
+        args.files, args.classes = 2_000, 40
     if args.out:
         os.makedirs(args.out, exist_ok=True)
     root = tempfile.mkdtemp(prefix="manifest_scan-", dir=args.out)
     try:
         started = time.perf_counter()
         annotations, videos = make_set(root, args.files, args.classes)
-        print(f"set written in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        log(f"set written in {time.perf_counter() - started:.1f} s")
         command = [sys.executable, "-m", "video_tfrecords.make_manifests", "kinetics"]
         times = {
             "command line": [], "walk (VideoIndex)": [], "conversion, in-process": [],
@@ -111,14 +106,10 @@ def main() -> None:
             times["manifest check (`read_dataset`)"].append(read)
             times["videos in several splits"].append(shared)
         found, missing = sum(result.splits.values()), result.missing
-        print(
-            f"{args.files:,} files, {args.files:,} CSV lines: {found:,} found, {missing:,} missing"
-        )
-        print(f"median of {args.rounds} rounds (min-max), seconds\n")
-        print("| what | seconds |\n| --- | --- |")
-        for name, values in times.items():
-            median, low, high = statistics.median(values), min(values), max(values)
-            print(f"| {name} | {median:.2f} ({low:.2f}-{high:.2f}) |")
+        print(f"{args.files:,} files, {args.files:,} CSV lines: {found:,} found, {missing:,} "
+              f"missing\nmedian of {args.rounds} rounds (min-max), seconds\n")  # fmt: skip
+        rows = [[name, f"{median(v):.2f} ({min(v):.2f}-{max(v):.2f})"] for name, v in times.items()]
+        print("\n".join(table(["what", "seconds"], rows)))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -156,15 +156,12 @@ def build_section(build_set, scratch: str, size: Size) -> dict[str, list[builds.
     """Interleaved videos/s of the builder and the bound, on one core and on all."""
     videos, count = build_set.paths, len(build_set.paths)
     build = partial(builds.build_rate, build_set.manual_dir)
+    w1, w0 = {"name": "w1", "num_workers": 1}, {"name": "w0", "num_workers": 0}
     measures = {
         BOUND_1: partial(builds.bound_one_core, videos, SHORT_SIDE, QUALITY),
-        BUILD_1: partial(
-            build, os.path.join(scratch, "build1"), {"name": "w1", "num_workers": 1}, count, True
-        ),
+        BUILD_1: partial(build, os.path.join(scratch, "build1"), w1, count, True),
         BOUND_N: partial(builds.bound_parallel, videos, SHORT_SIDE, QUALITY, os.cpu_count()),
-        BUILD_N: partial(
-            build, os.path.join(scratch, "buildn"), {"name": "w0", "num_workers": 0}, count, False
-        ),
+        BUILD_N: partial(build, os.path.join(scratch, "buildn"), w0, count, False),
     }
     log(f"building: {count} videos, {len(measures)} variants x {size.build_reps} reps")
     return timing.interleave(measures, size.build_reps)
@@ -188,9 +185,7 @@ def build_rows(rates: dict, build_set, scratch: str, size: Size) -> list[list[st
         ("parallel/bound (all cores)", total[BUILD_N], total[BOUND_N], ""),
         (itself, total[BOUND_N], total[BOUND_1], ""),
     ]
-    rows += [
-        ratio_row("Build", label, timing.ratio(a, b), target) for label, a, b, target in ratios
-    ]
+    rows += [ratio_row("Build", label, timing.ratio(a, b), limit) for label, a, b, limit in ratios]
     pool = builds.pool_start_seconds(os.cpu_count())
     workers = f"start-up of the {os.cpu_count()} build workers"
     rows.append(row("Build", workers, f"{pool:.2f} s per build"))
@@ -264,11 +259,9 @@ def main() -> None:
     load = load_section(sets["load"], data_dir, raw_dir, size)
     storage = storage_rows(sets, data_dir, raw_dir, size.gzip_sample)
     build = build_rows(build_section(sets["build"], scratch, size), sets["build"], scratch, size)
-    title = (
-        f"video_tfrecords overview, {datetime.datetime.now():%Y-%m-%d %H:%M}, "
-        f"nproc={os.cpu_count()}, {platform.machine()}, {'quick' if args.quick else 'full'} run, "
-        f"{(time.perf_counter() - start) / 60:.1f} min"
-    )
+    title = (f"video_tfrecords overview, {datetime.datetime.now():%Y-%m-%d %H:%M}, "
+             f"nproc={os.cpu_count()}, {platform.machine()}, {'quick' if args.quick else 'full'} "
+             f"run, {(time.perf_counter() - start) / 60:.1f} min")  # fmt: skip
     header = ["Benchmark", "Variant", "Result", "Ratio (median, min-max over reps)", "Target"]
     rows = load_rows(load) + build + storage
     print(f"### {title}\n")

@@ -20,13 +20,8 @@ DCT_METHOD = "INTEGER_ACCURATE"  # what ClipDecoder uses
 
 def load(data_dir: str, decoders=None) -> tf.data.Dataset:
     """`tfds.load` of the `default` config's train split, repeated forever."""
-    return tfds.load(
-        "video_tfrecords/default",
-        split="train",
-        data_dir=data_dir,
-        decoders=decoders,
-        read_config=tfds.ReadConfig(try_autocache=False),
-    ).repeat()
+    return tfds.load("video_tfrecords/default", split="train", data_dir=data_dir, decoders=decoders,
+                     read_config=tfds.ReadConfig(try_autocache=False)).repeat()  # fmt: skip
 
 
 def clip_decoder(data_dir: str, num_frames: int) -> tf.data.Dataset:
@@ -72,12 +67,8 @@ def jpeg_bound(videos: list[list[bytes]], num_frames: int, clips: int = 4096) ->
     def decode(clip_indices):
         """The clip's frames, one decode op each."""
         data = tf.gather(frames, clip_indices)
-        return tf.stack(
-            [
-                tf.io.decode_jpeg(data[i], channels=3, dct_method=DCT_METHOD)
-                for i in range(num_frames)
-            ]
-        )
+        return tf.stack([tf.io.decode_jpeg(data[i], channels=3, dct_method=DCT_METHOD)
+                         for i in range(num_frames)])  # fmt: skip
 
     dataset = tf.data.Dataset.from_tensor_slices(indices).repeat()
     return dataset.map(decode, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)
@@ -98,9 +89,8 @@ def write_raw_records(videos: list[list[bytes]], folder: str) -> list[str]:
     for i, video in enumerate(videos):
         path = os.path.join(folder, f"raw_{i:03d}.tfrecord")
         if not os.path.exists(path):
-            frames = tf.stack(
-                [tf.io.decode_jpeg(f, channels=3, dct_method=DCT_METHOD) for f in video]
-            )
+            frames = tf.stack([tf.io.decode_jpeg(f, channels=3, dct_method=DCT_METHOD)
+                               for f in video])  # fmt: skip
             with tf.io.TFRecordWriter(path + ".partial") as writer:
                 writer.write(tf.io.serialize_tensor(frames).numpy())
             os.replace(path + ".partial", path)

@@ -79,15 +79,9 @@ class PyAvReader(Mp4Reader):
         packets.sort()
         pts = [p for p, _ in packets]
         keyframes = [i for i, (_, key) in enumerate(packets) if key]
-        return {
-            "container": container,
-            "stream": stream,
-            "pts": pts,
-            "index": {p: i for i, p in enumerate(pts)},
-            "keyframes": keyframes,
-            "decoder": None,
-            "position": None,
-        }
+        index = {p: i for i, p in enumerate(pts)}
+        return {"container": container, "stream": stream, "pts": pts, "keyframes": keyframes,
+                "index": index, "decoder": None, "position": None}  # fmt: skip
 
     def read(self, video: dict, indices: list[int]):
         import bisect
@@ -102,9 +96,8 @@ class PyAvReader(Mp4Reader):
             keyframe = video["keyframes"][bisect.bisect_right(video["keyframes"], target) - 1]
             position = video["position"]
             if position is None or target <= position or keyframe > position:
-                video["container"].seek(
-                    video["pts"][target], stream=video["stream"], backward=True, any_frame=False
-                )
+                video["container"].seek(video["pts"][target], stream=video["stream"],
+                                        backward=True, any_frame=False)  # fmt: skip
                 video["decoder"] = video["container"].decode(video["stream"])
             for frame in video["decoder"]:
                 index = video["index"][frame.pts]
@@ -178,9 +171,8 @@ class TorchCodecReader(Mp4Reader):
         from torchcodec.decoders import VideoDecoder
 
         torch.set_num_threads(1)
-        return VideoDecoder(
-            path, device="cpu", num_ffmpeg_threads=1, dimension_order="NHWC", seek_mode="exact"
-        )
+        return VideoDecoder(path, device="cpu", num_ffmpeg_threads=1, dimension_order="NHWC",
+                            seek_mode="exact")  # fmt: skip
 
     def read(self, video, indices: list[int]):
         return video.get_frames_at(indices).data.numpy()
@@ -232,16 +224,10 @@ class TfReader:
         if "crop_size" not in spec:  # whole frames, all of one size (a box of that size)
             spec["crop_size"] = tuple(source[0]["video"].shape[1:3])
         dataset = clip_dataset(
-            "train",
-            data_dir=job["data_dir"],
+            "train", data_dir=job["data_dir"], training=False, num_epochs=1_000_000, seed=seed,
             builder_kwargs={"config": job["config"], "version": job["version"]},
-            training=False,
-            num_epochs=1_000_000,
-            seed=seed,
-            batch_size=job["count"],
-            dtype=tf.uint8,
-            **spec,
-        )
+            batch_size=job["count"], dtype=tf.uint8, **spec,
+        )  # fmt: skip
         batches = iter(dataset.as_numpy_iterator())
         first = list(next(batches)[0])  # handed out first: the stream does not move on
         self.streams[job["key"]] = ClipStream(batches, names, first)
@@ -282,13 +268,8 @@ class TfFreeReader:
 
         if job["key"] in self.sources:
             return
-        source = ClipSource(
-            "train",
-            data_dir=job["data_dir"],
-            config=job["config"],
-            version=job["version"],
-            **job["spec"],
-        )
+        source = ClipSource("train", data_dir=job["data_dir"], config=job["config"],
+                            version=job["version"], **job["spec"])  # fmt: skip
         source.set_epoch(0)  # seeded clips as clip_dataset's first epoch (and peers.py's plan)
         self.sources[job["key"]] = source
         self.positions[job["key"]] = 1
@@ -304,14 +285,8 @@ class TfFreeReader:
             yield _text(example["filename"]), example["video"]
 
 
-READERS = {
-    "tf": TfReader,
-    "tf_free": TfFreeReader,
-    "pyav": PyAvReader,
-    "opencv": OpenCvReader,
-    "decord": DecordReader,
-    "torchcodec": TorchCodecReader,
-}
+READERS = {"tf": TfReader, "tf_free": TfFreeReader, "pyav": PyAvReader, "opencv": OpenCvReader,
+           "decord": DecordReader, "torchcodec": TorchCodecReader}  # fmt: skip
 
 
 def torchvision_transform(name: str | None):
@@ -325,19 +300,12 @@ def torchvision_transform(name: str | None):
     from torchvision.transforms import v2
 
     torch.set_num_threads(1)
-    transforms = {
-        "jitter_crop_flip": v2.Compose(
-            [
-                v2.RandomShortestSize(list(range(256, 321)), antialias=True),
-                v2.RandomCrop(224),
-                v2.RandomHorizontalFlip(),
-            ]
-        ),
-        "resized_crop": v2.RandomResizedCrop(
-            224, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), antialias=True
-        ),
-    }
-    transform = transforms[name]
+    if name == "jitter_crop_flip":
+        transform = v2.Compose([v2.RandomShortestSize(list(range(256, 321)), antialias=True),
+                                v2.RandomCrop(224), v2.RandomHorizontalFlip()])  # fmt: skip
+    else:
+        transform = v2.RandomResizedCrop(224, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3),
+                                         antialias=True)  # fmt: skip
     return lambda clip: transform(torch.from_numpy(clip).permute(0, 3, 1, 2))
 
 

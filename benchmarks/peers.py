@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from functools import partial
 
@@ -24,24 +23,16 @@ import numpy as np
 
 import builds
 import peer_sources
-from timing import HERE, ROOT, arguments, interleave, log, median, one_cpu, ratio, table
+import timing
+from timing import HERE, ROOT, arguments, interleave, log, median, ratio, rounds_note, table
 
 SEED = 20261123
 OURS = ("tf", "tf_free")
 MP4_READERS = ("pyav", "opencv", "decord", "torchcodec")
-SHORT = {
-    "tf": "ours TF",
-    "tf_free": "ours TF-free",
-    "pyav": "PyAV",
-    "opencv": "OpenCV",
-    "decord": "decord",
-    "torchcodec": "TorchCodec",
-}
-RECIPES = {
-    "A": "64 consecutive frames",
-    "B": "16 frames, stride 2",
-    "C": "8 frames spread evenly (TSN)",
-}
+SHORT = {"tf": "ours TF", "tf_free": "ours TF-free", "pyav": "PyAV", "opencv": "OpenCV",
+         "decord": "decord", "torchcodec": "TorchCodec"}  # fmt: skip
+RECIPES = {"A": "64 consecutive frames", "B": "16 frames, stride 2",
+           "C": "8 frames spread evenly (TSN)"}  # fmt: skip
 TARGETS = {("small", "A"): 1.2, ("small", "B"): 2.0, ("small", "C"): 6.0, ("large", "A"): 3.0}
 MIN_PSNR = 30.0
 
@@ -115,9 +106,11 @@ class Worker:
         self.process.wait(timeout=60)
 
 
-def torchcodec_python(arg: str | None) -> str:
-    """The Python that runs TorchCodec: --torchcodec_python, $TORCHCODEC_PYTHON, or this one."""
-    return arg or os.environ.get("TORCHCODEC_PYTHON") or sys.executable
+def add_torchcodec_python(parser) -> None:
+    """--torchcodec_python: the Python that runs TorchCodec (and torchvision)."""
+    parser.add_argument("--torchcodec_python", help="a Python whose TorchCodec works (default: "
+                        "$TORCHCODEC_PYTHON, else this one)",
+                        default=os.environ.get("TORCHCODEC_PYTHON") or sys.executable)  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -143,9 +136,8 @@ def started_workers(pythons: dict, cpu: int, logs: str):
 
 def build_datasets(sets, out: str) -> dict:
     """A data dir per source set (built with the `default` config unless already built)."""
-    data_dirs = {
-        s.name: os.path.join(out, "data", os.path.relpath(s.manual_dir, out)) for s in sets
-    }
+    data_dirs = {s.name: os.path.join(out, "data", os.path.relpath(s.manual_dir, out))
+                 for s in sets}  # fmt: skip
     for s in sets:
         if not built_version(data_dirs[s.name]):
             log(f"building {s.name}")
@@ -156,9 +148,7 @@ def build_datasets(sets, out: str) -> dict:
 
 def built_version(data_dir: str) -> str | None:
     """The version folder of the built `default` config in `data_dir`, if any."""
-    found = glob.glob(
-        os.path.join(data_dir, "video_tfrecords", "default", "*", "dataset_info.json")
-    )
+    found = glob.glob(os.path.join(data_dir, "video_tfrecords/default/*/dataset_info.json"))
     return os.path.basename(os.path.dirname(max(found))) if found else None
 
 
@@ -172,9 +162,8 @@ def plan_dataset(sources, data_dir: str, spec_of) -> Dataset:
     from video_tfrecords.records.example_parser import parse_example
 
     version = built_version(data_dir)
-    source = video_tfrecords.ClipSource(
-        "train", data_dir=data_dir, config="default", version=version, num_frames=1
-    )
+    source = video_tfrecords.ClipSource("train", data_dir=data_dir, config="default",
+                                        version=version, num_frames=1)  # fmt: skip
     names = [os.path.basename(p) for p in sources.paths]
     clips = {recipe: [] for recipe in spec_of}
     specs = {}
@@ -272,19 +261,24 @@ class Measured:
     psnr: dict  # reader -> min PSNR of its checked clips
 
 
-def measure(dataset: Dataset, recipe: str, workers: dict, rounds: int, tmp: str) -> Measured:
-    """Opens, checks, then times `rounds` interleaved passes of every reader."""
+def measure(dataset: Dataset, recipe: str, workers: dict, rounds: int, tmp: str | None,
+            **extra) -> Measured:
+    """Opens, checks (given a `tmp` folder), then times `rounds` interleaved passes of every
+    reader; `extra`: what the mp4 readers' jobs add (a torchvision `transform`)."""
     result = Measured({}, {}, {}, {})
-    reference = references(dataset, recipe)
+    reference = references(dataset, recipe) if tmp else None
     jobs = {}
     for reader, worker in workers.items():
-        jobs[reader] = job_for(dataset, recipe, reader, dataset.large)
+        jobs[reader] = job_for(dataset, recipe, reader, dataset.large, **extra)
         opened = worker.request(op="open", job=jobs[reader])["cpu"]
         result.startup[reader] = opened / (1 if reader in OURS else len(dataset.sources.paths))
+        if tmp is None:
+            worker.request(op="run", job=jobs[reader])  # the warm-up pass
+            continue
         folder = os.path.join(tmp, reader)
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
-        unresized = job_for(dataset, recipe, reader, resize=False)
+        unresized = job_for(dataset, recipe, reader, resize=False, **extra)
         worker.request(op="run", job=unresized, save=folder)  # also the warm-up pass
         result.psnr[reader] = check_clips(dataset, recipe, folder, reference)
         shutil.rmtree(folder)
@@ -293,17 +287,19 @@ def measure(dataset: Dataset, recipe: str, workers: dict, rounds: int, tmp: str)
     for reader, passes in interleave(measures, rounds).items():
         result.decode[reader] = [decode for decode, _ in passes]
         result.resize[reader] = [resize for _, resize in passes]
-    return result
+    return result  # fmt: skip
 
 
-def best_mp4(result: Measured, with_resize: bool) -> list[float]:
-    """Per round, the CPU seconds per clip of the fastest mp4 reader of that round."""
-    readers = [r for r in MP4_READERS if r in result.decode]
-    totals = [
-        [d + (z if with_resize else 0.0) for d, z in zip(result.decode[r], result.resize[r])]
-        for r in readers
-    ]
-    return [min(values) for values in zip(*totals)]
+def best_mp4(times: dict) -> list[float]:
+    """Per round, the CPU seconds per clip of the fastest mp4 reader of that round (`times`:
+    reader -> per-round seconds; empty if no mp4 reader was measured)."""
+    return [min(values) for values in zip(*(times[r] for r in MP4_READERS if r in times))]
+
+
+def against_best(times: dict) -> dict:
+    """Each of ours measured -> best mp4 reader's time / its own (`ratio`), round by round."""
+    best = best_mp4(times)
+    return {r: ratio(best, times[r]) for r in OURS if r in times and best}
 
 
 def cell(seconds: list[float]) -> str:
@@ -318,17 +314,12 @@ def table_rows(dataset: Dataset, results: dict, readers: list[str]) -> list[list
     size = "large" if dataset.large else "small"
     for with_resize in [False, True] if dataset.large else [False]:
         for recipe, result in results.items():
-            cells = []
-            for reader in readers:
-                if reader not in result.decode:
-                    cells.append("n/a")
-                    continue
-                seconds = result.decode[reader]
-                if with_resize and reader in MP4_READERS:
-                    seconds = [d + z for d, z in zip(seconds, result.resize[reader])]
-                cells.append(cell(seconds))
-            best = best_mp4(result, with_resize)
-            ours = {r: ratio(best, result.decode[r]) for r in OURS if r in result.decode and best}
+            times = dict(result.decode)
+            if with_resize:  # the mp4 readers' frames brought to the stored size
+                times.update({r: [d + z for d, z in zip(times[r], result.resize[r])]
+                              for r in MP4_READERS if r in times})  # fmt: skip
+            cells = [cell(times[r]) if r in times else "n/a" for r in readers]
+            ours = against_best(times)
             target = TARGETS.get((size, recipe)) if (with_resize or not dataset.large) else None
             verdict = ""
             if target and ours:
@@ -347,14 +338,11 @@ def startup_row(dataset: Dataset, results: dict, readers: list[str]) -> list[str
     """Start-up costs of one source set: per video for mp4 readers, per pipeline for ours
     (median over recipes)."""
     first = next(iter(results.values()))
-    cells = []
-    for reader in readers:
-        if reader not in first.startup:
-            cells.append("n/a")
-        elif reader in OURS:
-            cells.append(f"{median([r.startup[reader] * 1e3 for r in results.values()]):.0f}")
-        else:
-            cells.append(f"{first.startup[reader] * 1e3:.1f}")
+    cells = [
+        "n/a" if reader not in first.startup
+        else f"{median([r.startup[reader] * 1e3 for r in results.values()]):.0f}" if reader in OURS
+        else f"{first.startup[reader] * 1e3:.1f}" for reader in readers
+    ]  # fmt: skip
     return [dataset.sources.name, *cells]
 
 
@@ -362,28 +350,16 @@ def report(datasets, all_results, readers, unavailable, rounds: int) -> list[str
     """The markdown tables and notes."""
     names = [SHORT[r] for r in readers]
     ratios = ["best mp4 / ours TF", "best mp4 / ours TF-free", "target (faster of ours)"]
-    psnr = [
-        f"{SHORT[r]} {min(m.psnr[r] for res in all_results.values() for m in res.values()):.1f}"
-        for r in readers
-        if r not in unavailable
-    ]
+    psnr = [f"{SHORT[r]} {min(m.psnr[r] for res in all_results.values() for m in res.values()):.1f}"
+            for r in readers if r not in unavailable]  # fmt: skip
+    rows = [row for d in datasets for row in table_rows(d, all_results[d.sources.name], readers)]
+    startup = [startup_row(d, all_results[d.sources.name], readers) for d in datasets]
     return [
-        f"CPU ms per clip, one core (clips/s per core); median of {rounds} interleaved rounds. "
-        "Ratio: best mp4 reader's time / ours, median (min-max) of per-round ratios.",
-        "",
-        *table(
-            ["source", "recipe", *names, *ratios],
-            [row for d in datasets for row in table_rows(d, all_results[d.sources.name], readers)],
-        ),
-        "",
+        f"CPU ms per clip, one core (clips/s per core); {rounds_note(rounds)} of the best mp4 "
+        "reader's time to ours.", "", *table(["source", "recipe", *names, *ratios], rows), "",
         "Start-up, CPU ms: mp4 readers, opening and indexing one video; ours, creating the "
         "pipeline and reading its first clip (TF: tracing the decoder), median over recipes.",
-        "",
-        *table(
-            ["source", *names],
-            [startup_row(d, all_results[d.sources.name], readers) for d in datasets],
-        ),
-        "",
+        "", *table(["source", *names], startup), "",
         "Same frames: every reader's clips matched FFmpeg's own decode of the planned frames "
         "(min PSNR over all clips, dB; mp4 readers at source size, ours against the source "
         f"frame area-resized to the stored size): {', '.join(psnr)}.",
@@ -393,23 +369,15 @@ def report(datasets, all_results, readers, unavailable, rounds: int) -> list[str
 
 def main() -> None:
     """Makes the sources and datasets, plans the clips, measures every reader, prints tables."""
-    parser = arguments(__doc__, "peers")
+    parser = arguments(__doc__, "peers", rounds=5, quick_folder=True)
     parser.add_argument("--real", action="store_true", help="real footage instead of generated")
-    parser.add_argument("--rounds", type=int, help="timed rounds (default 5; 2 with --quick)")
     parser.add_argument("--videos", type=int, help="videos per source set (default 6)")
     parser.add_argument("--readers", nargs="*", default=list(OURS + MP4_READERS))
-    parser.add_argument("--cpu", type=int, default=one_cpu())
-    parser.add_argument(
-        "--torchcodec_python",
-        help="a Python whose TorchCodec works (default: $TORCHCODEC_PYTHON, else this one)",
-    )
+    add_torchcodec_python(parser)
     args = parser.parse_args()
-    rounds = args.rounds or (2 if args.quick else 5)
     videos = args.videos or (2 if args.quick else 6)
-    start = time.perf_counter()
     if args.quick:  # one GOP per size: a smoke run of every path in < 1 min
         layouts, frames = [(128, 170, 80), (288, 512, 16)], 80
-        args.out = os.path.join(args.out, "quick")
     else:
         layouts = [(h, w, g) for h, w in ((256, 340), (720, 1280)) for g in (32, 250)]
         frames = 250
@@ -419,18 +387,13 @@ def main() -> None:
     datasets = [plan_dataset(s, data_dirs[s.name], spec_of) for s in sets]
     pythons = {reader: sys.executable for reader in args.readers}
     if "torchcodec" in pythons:
-        pythons["torchcodec"] = torchcodec_python(args.torchcodec_python)
+        pythons["torchcodec"] = args.torchcodec_python
     logs, check = os.path.join(args.out, "logs"), os.path.join(args.out, "check")
     with started_workers(pythons, args.cpu, logs) as (workers, unavailable):
-        all_results = {
-            dataset.sources.name: {
-                recipe: measure(dataset, recipe, workers, rounds, check) for recipe in RECIPES
-            }
-            for dataset in datasets
-        }
-    print("\n".join(report(datasets, all_results, args.readers, unavailable, rounds)))
-    log(f"done in {time.perf_counter() - start:.0f} s")
+        all_results = {d.sources.name: {r: measure(d, r, workers, args.rounds, check)
+                                        for r in RECIPES} for d in datasets}  # fmt: skip
+    print("\n".join(report(datasets, all_results, args.readers, unavailable, args.rounds)))
 
 
 if __name__ == "__main__":
-    main()
+    timing.main(main)

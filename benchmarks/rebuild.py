@@ -67,13 +67,10 @@ def check_at_scale(out: str, lines: int) -> tuple[float, float, float]:
         os.makedirs(manual_dir / folder, exist_ok=True)
     for path in paths:
         open(manual_dir / path, "wb").close()
-    (manual_dir / "train.txt").write_text(
-        "".join(f"{path} c{i % 700}\n" for i, path in enumerate(paths))
-    )
+    (manual_dir / "train.txt").write_text("".join(f"{p} c{i % 700}\n" for i, p in enumerate(paths)))
     config = VideoConfig(name="default")
-    provenance.write(
-        manual_dir, provenance.collect(manual_dir, manifest.read_dataset(manual_dir), config)
-    )
+    dataset = manifest.read_dataset(manual_dir)
+    provenance.write(manual_dir, provenance.collect(manual_dir, dataset, config))
 
     def check():
         old = provenance.read(manual_dir)
@@ -130,27 +127,22 @@ def identity_cost(out: str, count: int, rounds: int) -> list[list[str]]:
 
         return measure
 
+    identities = file_identity.identities
     measures = {
         "a stat each (before: path, size, mtime)": timed(lambda: [os.stat(p) for p in paths]),
-        "unchanged: a stat each, vouched by the record": timed(
-            lambda: file_identity.identities(paths, known)
-        ),
-        "each file read (new, moved, copied), page cache warm": timed(
-            lambda: file_identity.identities(paths)
-        ),
-        "each file read, page cache dropped": timed(
-            lambda: file_identity.identities(paths), lambda: drop_page_cache(paths)
-        ),
-    }
+        "unchanged: a stat each, vouched by the record": timed(lambda: identities(paths, known)),
+        "each file read (new, moved, copied), page cache warm": timed(lambda: identities(paths)),
+        "each file read, page cache dropped": timed(lambda: identities(paths),
+                                                    lambda: drop_page_cache(paths)),
+    }  # fmt: skip
     results = timing.interleave(measures, rounds)
     scale = 10_000 / count
     rows = []
     for name, runs in results.items():
         wall = timing.median([r[0] for r in runs]) * scale
         cpu = timing.median([r[1] for r in runs]) * scale
-        rows.append(
-            [name, f"{wall:.2f} s, {cpu:.2f} CPU s", f"{wall * 65:.0f} s, {cpu * 65:.0f} CPU s"]
-        )
+        rows.append([name, f"{wall:.2f} s, {cpu:.2f} CPU s",
+                     f"{wall * 65:.0f} s, {cpu * 65:.0f} CPU s"])  # fmt: skip
     lines = 10_000 if count < 10_000 else 650_000
     timing.log(f"the whole check of {lines:,} lines")
     used, seconds, size = check_at_scale(out, lines)
@@ -196,28 +188,22 @@ def identity_table(out: str, quick: bool) -> None:
 
 def main() -> None:
     parser = timing.arguments(__doc__, "rebuild")
-    parser.add_argument(
-        "--videos", type=int, default=100, help="videos before the growth (see performance.md)"
-    )
-    parser.add_argument(
-        "--identity-only", action="store_true", help="only what knowing a video file costs"
-    )
+    parser.add_argument("--videos", type=int, default=100,
+                        help="videos before the growth (see performance.md)")
+    parser.add_argument("--identity-only", action="store_true",
+                        help="only what knowing a video file costs")  # fmt: skip
     args = parser.parse_args()
     out = os.path.abspath(args.out)
     if args.identity_only:
         identity_table(out, args.quick)
         return
-    count, height, width, frames = (
-        (10, 96, 128, 50) if args.quick else (args.videos, 720, 1280, 300)
-    )
+    quick = (10, 96, 128, 50)
+    count, height, width, frames = quick if args.quick else (args.videos, 720, 1280, 300)
     grown = count + max(1, count // 10)
-    sources = video_sets.synthetic_videos(
-        os.path.join(out, f"videos_{height}p"), grown + 1, frames, height, width
-    )
-    videos, spare = (
-        [os.path.join(out, "set", os.path.basename(p)) for p in sources[:-1]],
-        sources[-1],
-    )
+    sources = video_sets.synthetic_videos(os.path.join(out, f"videos_{height}p"), grown + 1,
+                                          frames, height, width)  # fmt: skip
+    videos = [os.path.join(out, "set", os.path.basename(p)) for p in sources[:-1]]
+    spare = sources[-1]
     os.makedirs(os.path.join(out, "set"), exist_ok=True)
     for source, path in zip(sources, videos):
         shutil.copyfile(source, path)  # a copy: one of them gets replaced
@@ -253,30 +239,22 @@ def main() -> None:
 
     size = f"{width}x{height}, {frames} frames"
     line = lambda r: f"{cpu(r):.2f} CPU s ({r['seconds']:.1f} s)"
+    over = lambda a, b: f"{cpu(a) / cpu(b):.3f}"
+    again = f"--overwrite, {grown} videos"
     rows = [
         ["first build", f"{count} videos ({size})", line(first), "", ""],
-        ["manifest grown by 10%", f"--overwrite, {grown} videos", line(grown_rebuild), "", ""],
+        ["manifest grown by 10%", again, line(grown_rebuild), "", ""],
         ["", "clean build of them", line(grown_clean), "", ""],
-        ["", "", "", f"{cpu(grown_rebuild) / cpu(grown_clean):.3f}", "<= 0.2"],
-        ["one video file replaced", f"--overwrite, {grown} videos", line(replaced_rebuild), "", ""],
+        ["", "", "", over(grown_rebuild, grown_clean), "<= 0.2"],
+        ["one video file replaced", again, line(replaced_rebuild), "", ""],
         ["", "clean build of them", line(replaced_clean), "", ""],
-        ["", "", "", f"{cpu(replaced_rebuild) / cpu(replaced_clean):.3f}", "<= 0.1"],
-        [
-            "videos copied elsewhere, no times kept",
-            f"--overwrite, {grown} videos",
-            line(moved_rebuild),
-            f"{cpu(moved_rebuild) / cpu(replaced_clean):.3f}",
-            "<= 0.1",
-        ],
+        ["", "", "", over(replaced_rebuild, replaced_clean), "<= 0.1"],
+        ["videos copied elsewhere, no times kept", again, line(moved_rebuild),
+         over(moved_rebuild, replaced_clean), "<= 0.1"],
         ["unchanged", "the check, nothing built", line(unchanged), "", ""],
-        [
-            "kept cache",
-            f"{cache_size / 2**20:.1f} MiB for a {dataset_size / 2**20:.1f} MiB dataset",
-            "",
-            f"{cache_size / dataset_size:.3f}",
-            "",
-        ],
-    ]
+        ["kept cache", f"{cache_size / 2**20:.1f} MiB for a {dataset_size / 2**20:.1f} MiB "
+         "dataset", "", f"{cache_size / dataset_size:.3f}", ""],
+    ]  # fmt: skip
     header = ["Rebuild", "Variant", "Result", "Ratio", "Target"]
     print("\n".join(timing.table(header, rows)))
     print()

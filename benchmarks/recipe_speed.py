@@ -14,14 +14,13 @@ import itertools
 import os
 import subprocess
 import sys
-import time
-from functools import partial
 
 import numpy as np
-import peers
 
 import peer_sources
-from timing import arguments, cpu_time, interleave, log, median, one_cpu, pin, ratio, table
+import peers
+import timing
+from timing import arguments, cpu_time, interleave, median, ratio, rounds_note, table
 
 SEED = 11
 COST_RECIPES = {
@@ -64,37 +63,26 @@ TARGET = 2.0
 
 def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
     """Recipe clip / plain clip, CPU time per clip on one core, TF graph and NumPy path."""
+    timing.one_core(cpu, tensorflow=True)  # before TF starts
     import tensorflow as tf
-
-    tf.config.threading.set_intra_op_parallelism_threads(1)  # before TF starts
-    tf.config.threading.set_inter_op_parallelism_threads(1)
     import tensorflow_datasets as tfds
 
     from video_tfrecords import ClipDecoder, ClipSource, EncodedFrames
-    from video_tfrecords.clips import decode_tf
 
-    pin({cpu})
-    loaded = tfds.load(
-        f"video_tfrecords/default:{version}", split="train", data_dir=data_dir,
-        download=False, decoders={"video": EncodedFrames()},
-    )  # fmt: skip
+    loaded = tfds.load(f"video_tfrecords/default:{version}", split="train", data_dir=data_dir,
+                       download=False, decoders={"video": EncodedFrames()})  # fmt: skip
     videos = [example["video"] for example in loaded]
     signature = [tf.TensorSpec([None], tf.string), tf.TensorSpec([], tf.int64)]
+    opened = dict(data_dir=data_dir, config="default", version=version)
 
-    def graph(kwargs, window_columns=None):
+    def graph(kwargs):
         sample = tf.function(ClipDecoder(**kwargs).sample, input_signature=signature)
-        if window_columns:  # traced now, with crop windows aligned to `window_columns`
-            aligned, decode_tf._WINDOW_COLUMNS = decode_tf._WINDOW_COLUMNS, window_columns
-            sample.get_concrete_function()
-            decode_tf._WINDOW_COLUMNS = aligned
         return lambda seed: [  # each clip dropped before the next, as a loader does
             sample(video, tf.constant(seed + i, tf.int64)).shape for i, video in enumerate(videos)
         ]
 
     def numpy(kwargs):
-        source = ClipSource(
-            "train", data_dir=data_dir, config="default", version=version, **kwargs
-        )  # fmt: skip
+        source = ClipSource("train", **opened, **kwargs)
         read = lambda i, seed: source.get(i, seed=seed)["video"].shape  # noqa: E731
         return lambda seed: [read(i, seed + i) for i in range(len(source))]
 
@@ -104,7 +92,7 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
         return lambda: cpu_time(lambda: read(next(seeds))) / len(videos)
 
     variants = {}
-    source = ClipSource("train", data_dir=data_dir, config="default", version=version, num_frames=1)
+    source = ClipSource("train", **opened, num_frames=1)
     frame = source[0]["video"][0]  # one decoded 340x256 frame
     for name, (_, recipe, plain) in COST_RECIPES.items():
         for path, make in (("TF graph", graph), ("NumPy", numpy)):
@@ -112,14 +100,10 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
             variants[(name, path, "plain")] = make(plain)
         work = unavoidable_work(name, frame)
         variants[(name, "work")] = lambda seed, work=work: [work() for _ in videos]
-    # The TF jitter clip as it was before crop windows started on MCU columns.
-    variants[("jitter", "TF graph, windows off MCU columns", "recipe")] = graph(
-        COST_RECIPES["jitter"][1], window_columns=1
-    )
     for read in variants.values():
         read(0)  # warm-up: tracing, shards mapped
     times = interleave({key: per_clip(read) for key, read in variants.items()}, rounds)
-    rows, tf_plain = [], times[("jitter", "TF graph", "plain")]
+    rows = []
     for name, (label, _, _) in COST_RECIPES.items():
         for path in ("TF graph", "NumPy"):
             spent, plain = times[(name, path, "recipe")], times[(name, path, "plain")]
@@ -132,8 +116,7 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
     header = ["recipe", "path", "recipe clip", "plain clip", "recipe / plain", "<= 1.2", "floor"]
     return [
         f"Recipe clip against a plain clip of the same frames at full size, CPU ms per clip on "
-        f"one core (median of {rounds} interleaved rounds; ratio: median (min-max) of per-round "
-        f"ratios), {len(videos)} records of 340x256:",
+        f"one core ({rounds_note(rounds)}), {len(videos)} records of 340x256:",
         "",
         *table(header, rows),
         "",
@@ -142,10 +125,6 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
         "(jitter: and a flip) by `resize_box`; test views: 3 crops of each of 160 frames copied "
         "into a reused output (a fresh one's page faults are not counted). The TF graph decodes "
         "only each box's window, so it can go below.",
-        "",
-        "TF graph, jitter, crop windows starting where the box's margin starts (off the 16-column "
-        "MCU boundaries, as before 2026-11-25) against the plain clip: "
-        f"{ratio(times[('jitter', 'TF graph, windows off MCU columns', 'recipe')], tf_plain)}",
     ]
 
 
@@ -195,23 +174,12 @@ def peer_part(sources, data_dir: str, python: str, cpu: int, rounds: int, logs: 
     with peers.started_workers(pythons, cpu, logs) as (workers, failed):
         unavailable.update(failed)
         for name, (label, _, transform) in PEER_RECIPES.items():
-            log(name)
-            jobs = {
-                reader: peers.job_for(dataset, name, reader, False, transform=transform)
-                for reader in workers
-            }
-            for reader, worker in workers.items():
-                worker.request(op="open", job=jobs[reader])
-                worker.request(op="run", job=jobs[reader])  # warm-up pass
-            measures = {reader: partial(workers[reader].per_clip, jobs[reader]) for reader in jobs}
-            passes = interleave(measures, rounds)
-            times = {reader: [decode for decode, _ in values] for reader, values in passes.items()}
+            times = peers.measure(dataset, name, workers, rounds, None, transform=transform).decode
             rows.append([f"{name}: {label}", *recipe_cells(times, unavailable)])
     header = [peers.SHORT[r] + (" + torchvision" if r in MP4 else "") for r in OURS + MP4]
     return [
         f"Training recipes against mp4 readers + torchvision, {sources.name}, CPU ms per clip on "
-        f"one core (clips/s); median of {rounds} interleaved rounds; ratio: best mp4 reader's "
-        "time / ours, median (min-max) of per-round ratios:",
+        f"one core (clips/s); {rounds_note(rounds)} of the best mp4 reader's time to ours:",
         "",
         *table(["recipe", *header, "best mp4 / ours TF-free", "best mp4 / ours TF", ">= 2"], rows),
     ]
@@ -219,14 +187,11 @@ def peer_part(sources, data_dir: str, python: str, cpu: int, rounds: int, logs: 
 
 def recipe_cells(times: dict, unavailable: dict) -> list[str]:
     """A recipe's cells: every reader's time, best mp4 reader / each of ours, the verdict."""
-    cells = [
-        peers.cell(times[r]) if r in times else f"unavailable ({unavailable[r]})"
-        for r in OURS + MP4
-    ]
-    best = [min(values) for values in zip(*(times[r] for r in MP4 if r in times))]
-    ratios = [ratio(best, times[r]) if best and r in times else None for r in OURS]
-    cells += [str(x) if x else "n/a" for x in ratios]
-    reached = [x.median for x in ratios if x]
+    cells = [peers.cell(times[r]) if r in times else f"unavailable ({unavailable[r]})"
+             for r in OURS + MP4]  # fmt: skip
+    ratios = peers.against_best(times)
+    cells += [str(ratios.get(r, "n/a")) for r in OURS]
+    reached = [x.median for x in ratios.values()]
     if not reached:
         return [*cells, "n/a"]
     return [*cells, f"{'yes' if min(reached) >= TARGET else 'no'} (best {max(reached):.2f})"]
@@ -234,31 +199,24 @@ def recipe_cells(times: dict, unavailable: dict) -> list[str]:
 
 def main() -> None:
     """Makes and builds the sources, runs the parts asked for, prints their tables."""
-    parser = arguments(__doc__, "peers")
+    parser = arguments(__doc__, "peers", rounds=5, quick_folder=True)
     parser.add_argument("--part", choices=("cost", "peers", "both"), default="both")
-    parser.add_argument("--rounds", type=int, help="timed rounds (default 5; 2 with --quick)")
-    parser.add_argument("--cpu", type=int, default=one_cpu())
-    parser.add_argument(
-        "--torchcodec_python", help="a Python with torch, torchvision, torchcodec and av"
-    )
+    peers.add_torchcodec_python(parser)
     args = parser.parse_args()
-    rounds = args.rounds or (2 if args.quick else 5)
-    start = time.perf_counter()
+    rounds, out = args.rounds, args.out
     videos, frames = (2, 80) if args.quick else (6, 250)
-    out = os.path.join(args.out, "quick") if args.quick else args.out
     (sources,) = peer_sources.make_sets(out, [(256, 340, 32)], videos, frames, False)
     data_dir = peers.build_datasets([sources], out)[sources.name]
     lines = []
     if args.part in ("peers", "both"):
-        python = peers.torchcodec_python(args.torchcodec_python)
+        python = args.torchcodec_python
         logs = os.path.join(out, "logs", "recipes")
         lines += [*peer_part(sources, data_dir, python, args.cpu, rounds, logs), ""]
     if args.part in ("cost", "both"):
         lines += cost_part(data_dir, peers.built_version(data_dir), rounds, args.cpu)
     print("\n".join(lines))
-    log(f"done in {time.perf_counter() - start:.0f} s")
 
 
 if __name__ == "__main__":
     np.seterr(all="ignore")
-    main()
+    timing.main(main)

@@ -30,9 +30,8 @@ def killed_at_half(manual_dir: str, data_dir: str, videos: int) -> int:
     """Starts a build, SIGKILLs it once half the videos are encoded; returns how many were."""
     options = builds.build_args(manual_dir, data_dir, CONFIG)
     command = builds.child_command("build", *options)
-    process = subprocess.Popen(
-        command, env=builds.child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    process = subprocess.Popen(command, env=builds.child_env(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
     while cache_entries(data_dir) < videos // 2:
         if process.poll() is not None:
             raise RuntimeError("the build ended before half its videos were encoded")
@@ -49,9 +48,9 @@ def main() -> None:
     args = parser.parse_args()
     count, height, width, rounds = (6, 96, 128, 1) if args.quick else (args.videos, 360, 480, 3)
     out = os.path.abspath(args.out)
-    videos = video_sets.synthetic_videos(
-        os.path.join(out, f"videos_{height}p"), count, 250 if not args.quick else 50, height, width
-    )
+    frames = 250 if not args.quick else 50
+    videos = video_sets.synthetic_videos(os.path.join(out, f"videos_{height}p"), count, frames,
+                                         height, width)  # fmt: skip
     manual_dir = video_sets.video_set(os.path.join(out, "manual"), videos).manual_dir
     full, resumed, done = [], [], []
     for number in range(rounds):
@@ -68,10 +67,8 @@ def main() -> None:
         (f"full build of {count} videos ({width}x{height}, num_workers=0)", full),
         (f"rerun after a SIGKILL with {min(done)}-{max(done)} of {count} videos encoded", resumed),
     ):
-        seconds, build_cpu, workers_cpu = (
-            timing.median([r[key] for r in results])
-            for key in ("seconds", "build_process_cpu", "workers_cpu")
-        )
+        keys = ("seconds", "build_process_cpu", "workers_cpu")
+        seconds, build_cpu, workers_cpu = (timing.median([r[k] for r in results]) for k in keys)
         cpu = f"CPU s: build process {build_cpu:.2f}, workers {workers_cpu:.2f}"
         rows.append(["Resume", name, f"{seconds:.2f} s ({cpu})", "", ""])
     rerun = timing.ratio([r["seconds"] for r in resumed], [r["seconds"] for r in full])

@@ -19,8 +19,10 @@ import os
 import cv2
 import numpy as np
 
+import builds
+import timing
 import video_sets  # puts tests/ on the path; video_sets.synthetic is tests/synthetic.py
-from timing import arguments, cpu_time, interleave, log, median, one_cpu, pin, ratio, table
+from timing import arguments, cpu_time, interleave, log, median, ratio, rounds_note, table
 from video_tfrecords import VideoConfig
 from video_tfrecords.ingest import encoding, manifest, spans, video_io
 
@@ -58,16 +60,9 @@ def span_task(path: str, start: float, end: float, config: VideoConfig) -> encod
     return encoding.Task("train", entry, part.label, path, config, "", 1, (part,))
 
 
-def whole_task(path: str, config: VideoConfig) -> encoding.Task:
-    entry = manifest.Entry("train.txt", 1, os.path.basename(path), "x")
-    return encoding.Task("train", entry, 0, path, config, "")
-
-
 def stored(task: encoding.Task) -> list[bytes]:
     """The build's work on the task: its JPEG frames."""
-    examples = []
-    encoding.encode_video(task, examples.append)
-    return [jpeg for example in examples for jpeg in example["video"]]
+    return [jpeg for example in builds.encoded(task)[0] for jpeg in example["video"]]
 
 
 def check(span: list[bytes], trimmed: list[bytes]) -> float:
@@ -100,23 +95,19 @@ def keyframe_before(path: str, start: float) -> float:
 
 def main() -> None:
     """Makes the videos, checks the span against the trimmed copy, times both; prints a table."""
-    parser = arguments(__doc__, "span")
-    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 7)")
-    parser.add_argument("--cpu", type=int, default=one_cpu())
-    args = parser.parse_args()
-    rounds = args.rounds or (2 if args.quick else 7)
+    args = arguments(__doc__, "span", rounds=7).parse_args()
     minutes = 1 if args.quick else 5
     start = 30.3 if args.quick else 152.3
     end = start + 10
     first = int(np.ceil(start * FPS - 1e-6))  # the first frame at or after `start`
     count = int(np.ceil(end * FPS - 1e-6)) - first
-    pin({args.cpu})
-    cv2.setNumThreads(1)
+    timing.one_core(args.cpu)
     os.makedirs(args.out, exist_ok=True)
     long_path = make(os.path.join(args.out, f"long_{minutes}min.mp4"), 0, minutes * 60 * FPS)
     trimmed_path = make(os.path.join(args.out, f"trimmed_{minutes}min_{first}.mp4"), first, count)
     config = VideoConfig(name="default", segment_frames=None)
-    span, trimmed = span_task(long_path, start, end, config), whole_task(trimmed_path, config)
+    span = span_task(long_path, start, end, config)
+    trimmed = builds.whole_video(trimmed_path, config)
     worst = check(stored(span), stored(trimmed))  # also the warm-up
     count_to_end = lambda: video_io.count_frames(long_path, start=0.0, end=end)
     measures = {
@@ -124,15 +115,13 @@ def main() -> None:
         "trimmed": lambda: cpu_time(lambda: stored(trimmed)),
         "decode from 0": lambda: cpu_time(count_to_end),
     }
-    times = interleave(measures, rounds)
+    times = interleave(measures, args.rounds)
     keyframe = keyframe_before(long_path, start)
-    print(
-        f"Building a 10 s span [{start} s, {end} s) of a {minutes}-minute 340x256 H.264 video "
-        f"(keyframe before it at {keyframe:.2f} s) against a pre-trimmed copy of its {count} "
-        f"frames: CPU s on one core, median of {rounds} interleaved rounds; ratio: median "
-        f"(min-max) of per-round ratios. The span's frames match the copy's (min PSNR "
-        f"{worst:.1f} dB; both are decodes of the same frames, encoded apart).\n"
-    )
+    print(f"Building a 10 s span [{start} s, {end} s) of a {minutes}-minute 340x256 H.264 video "
+          f"(keyframe before it at {keyframe:.2f} s) against a pre-trimmed copy of its {count} "
+          f"frames: CPU s on one core, {rounds_note(args.rounds)}. The span's frames match the "
+          f"copy's (min PSNR {worst:.1f} dB; both are decodes of the same frames, encoded "
+          "apart).\n")  # fmt: skip
     rows = [
         ["span of the long video", f"{median(times['span']):.3f}",
          ratio(times["span"], times["trimmed"])],
@@ -145,4 +134,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    timing.main(main)

@@ -7,7 +7,7 @@ and session on `local[N]`, and TensorFlow, which TFDS's builder imports) is time
 the build (`spark_build.build`: planning, encoding tasks, shard tasks, metadata). Beside it, the
 floor: the same videos encoded by `encoding.encode` in a process pool of 1 and of 2 workers, no
 Spark (what the two cores give the encoding alone).
-Planning: `build/distributed.plan` (manifests read and checked, one task per line, a stat per
+Planning: `engines/distributed.plan` (manifests read and checked, one task per line, a stat per
 video, groups of even size) plus pickling the groups as Spark ships them, on a synthetic
 manifest whose lines point at files that do not exist (a stat each all the same).
 
@@ -20,7 +20,6 @@ import json
 import os
 import pickle
 import shutil
-import subprocess
 import sys
 import time
 
@@ -72,21 +71,10 @@ def child_floor(workers: int, manual_dir: str, data_dir: str) -> None:
 def child_seconds(kind: str, cores: int, manual_dir: str, data_dir: str) -> dict:
     """One child's timings (`--child`: a Spark build, `--floor`: the pool) on a fresh data dir."""
     shutil.rmtree(data_dir, ignore_errors=True)
-    command = [
-        sys.executable,
-        os.path.abspath(__file__),
-        kind,
-        str(cores),
-        manual_dir,
-        data_dir,
-    ]
-    done = subprocess.run(
-        command, env=builds.child_env(), capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{kind} {cores} failed:\n{done.stderr[-3000:]}")
+    script = os.path.abspath(__file__)
+    result = builds.json_child([sys.executable, script, kind, str(cores), manual_dir, data_dir])
     shutil.rmtree(data_dir, ignore_errors=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def planning_seconds(out: str, lines: int) -> tuple[float, float, int]:
@@ -102,12 +90,11 @@ def planning_seconds(out: str, lines: int) -> tuple[float, float, int]:
     os.makedirs(manual_dir, exist_ok=True)
     with open(os.path.join(manual_dir, "train.txt"), "w") as f:
         f.writelines(f"videos/class_{i % 400}/{i:07d}.mp4 class_{i % 400}\n" for i in range(lines))
-    builder = tfds.builder(
-        "video_tfrecords", config=video_config(CONFIG), data_dir=os.path.join(out, "plan_data")
-    )
+    data_dir = os.path.join(out, "plan_data")
+    builder = tfds.builder("video_tfrecords", config=video_config(CONFIG), data_dir=data_dir)
     start = time.perf_counter()
     run = BuildRun(builder.info, builder.builder_config)
-    _, groups = distributed.plan(run, manual_dir, os.path.join(out, "plan_data"), cores=800)
+    _, groups = distributed.plan(run, manual_dir, data_dir, cores=800)
     planned = time.perf_counter()
     shipped = len(pickle.dumps(groups, protocol=pickle.HIGHEST_PROTOCOL))
     pickled = time.perf_counter()
@@ -127,9 +114,8 @@ def main() -> None:
     out = os.path.abspath(args.out)
     count, frames, height, width = (4, 30, 96, 128) if args.quick else (args.videos, 300, 720, 1280)
     lines = 2000 if args.quick else args.plan_lines
-    videos = video_sets.synthetic_videos(
-        os.path.join(out, f"videos_{height}p_{frames}"), count, frames, height, width
-    )
+    folder = os.path.join(out, f"videos_{height}p_{frames}")
+    videos = video_sets.synthetic_videos(folder, count, frames, height, width)
     manual_dir = video_sets.video_set(os.path.join(out, "manual"), videos).manual_dir
     results, floor = {}, {}
     for cores in (1, 2):
@@ -142,35 +128,15 @@ def main() -> None:
     plan, pickling, groups = planning_seconds(out, lines)
     one, two = results[1]["build"], results[2]["build"]
     header = ["Benchmark", "Variant", "Result", "Ratio", "Target"]
-    rows = [
-        [
-            "Spark build",
-            f"{count} videos {width}x{height}, {frames} frames, `{CONFIG}`, local[{cores}]",
-            f"{results[cores]['build']:.1f} s (driver start-up {results[cores]['start']:.1f} s apart)",
-            "",
-            "",
-        ]
-        for cores in (1, 2)
-    ]
+    rows = [["Spark build", f"{count} videos {width}x{height}, {frames} frames, `{CONFIG}`, "
+             f"local[{cores}]", f"{results[cores]['build']:.1f} s (driver start-up "
+             f"{results[cores]['start']:.1f} s apart)", "", ""] for cores in (1, 2)]
     rows.append(["Spark build", "2 cores / 1 core", "", f"{two / one:.3f}", "<= 0.6"])
-    rows.append(
-        [
-            "floor: encoding alone, no Spark",
-            "a process pool of 1 and of 2",
-            f"{floor[1]['build']:.1f} s / {floor[2]['build']:.1f} s",
-            f"{floor[2]['build'] / floor[1]['build']:.3f}",
-            "",
-        ]
-    )
-    rows.append(
-        [
-            "Spark plan",
-            f"{lines} manifest lines, {groups} groups",
-            f"{plan:.1f} s planning + {pickling:.1f} s pickling",
-            "",
-            "< 60 s",
-        ]
-    )
+    rows.append(["floor: encoding alone, no Spark", "a process pool of 1 and of 2",
+                 f"{floor[1]['build']:.1f} s / {floor[2]['build']:.1f} s",
+                 f"{floor[2]['build'] / floor[1]['build']:.3f}", ""])
+    rows.append(["Spark plan", f"{lines} manifest lines, {groups} groups",
+                 f"{plan:.1f} s planning + {pickling:.1f} s pickling", "", "< 60 s"])  # fmt: skip
     print("\n".join(timing.table(header, rows)))
 
 

@@ -1,11 +1,11 @@
 """Storage against quality: JPEG q75-q95, with and without optimized Huffman tables, real footage.
 
-Each frame of `bikes.mp4` and `bigbuckbunny.mp4` (video_sets.py) decoded by FFmpeg and
-area-resized to the stored size (short side 256) is the reference and what the encoders get:
-bytes per frame and PSNR of JPEG (OpenCV, as the builder) at each quality with and without
-`IMWRITE_JPEG_OPTIMIZE`, of H.264 at the stored size, the source mp4 and raw frames. Then what
-optimized tables cost (q90, one pinned core): decoding (TF as ClipDecoder, OpenCV as
-ClipSource; the pixels must be identical), encoding, and the build's per-frame work.
+Each frame of `bikes.mp4` and `bigbuckbunny.mp4` (video_sets.py) decoded by FFmpeg and area-resized
+to the stored size (short side 256) is the reference and what the encoders get: bytes per frame and
+PSNR of JPEG (OpenCV, as the builder) at each quality with and without `IMWRITE_JPEG_OPTIMIZE`, of
+H.264 at the stored size, the source mp4 and raw frames. Then what optimized tables cost (q90, one
+pinned core): decoding (TF as ClipDecoder, OpenCV as ClipSource; the pixels must be identical),
+encoding, and the build's per-frame work.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from functools import partial
 import cv2
 import numpy as np
 
+import timing
 import video_sets
 from builds import stored_size
-from timing import arguments, cpu_time, interleave, log, median, one_cpu, pin, ratio, table
+from timing import arguments, cpu_time, interleave, log, median, ratio, table
 
 QUALITIES = (75, 85, 90, 95)
 
@@ -28,9 +29,8 @@ def reference_frames(path: str, limit: int | None) -> np.ndarray:
     """FFmpeg's decode of the clip, area-resized to the stored size, BGR uint8 [T, H, W, 3]."""
     rgb = video_sets.read_rgb(path)[:limit]
     height, width = stored_size(*rgb.shape[1:3], 256)  # the `default` config's short side
-    return np.stack(
-        [cv2.resize(f[..., ::-1], (width, height), interpolation=cv2.INTER_AREA) for f in rgb]
-    )
+    size = (width, height)
+    return np.stack([cv2.resize(f[..., ::-1], size, interpolation=cv2.INTER_AREA) for f in rgb])
 
 
 def jpeg_params(quality: int, optimize: bool) -> list[int]:
@@ -106,17 +106,10 @@ def tf_decoder():
     """A graph decoding a 1-D string tensor of JPEGs one after the other, as ClipDecoder's ops."""
     import tensorflow as tf
 
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-
     @tf.function
     def decode(frames):
-        return tf.map_fn(
-            lambda f: tf.io.decode_jpeg(f, channels=3, dct_method="INTEGER_ACCURATE"),
-            frames,
-            fn_output_signature=tf.uint8,
-            parallel_iterations=1,
-        )
+        decode_one = lambda f: tf.io.decode_jpeg(f, channels=3, dct_method="INTEGER_ACCURATE")
+        return tf.map_fn(decode_one, frames, fn_output_signature=tf.uint8, parallel_iterations=1)
 
     return lambda encoded: decode(tf.constant(encoded)).numpy()
 
@@ -171,14 +164,9 @@ def speed_rows(frames: np.ndarray, path: str, limit: int | None, rounds: int) ->
 
 def main() -> None:
     """Measures every clip's storage rows, then the speed rows on bikes.mp4; prints tables."""
-    parser = arguments(__doc__, "real")
-    parser.add_argument("--rounds", type=int, help="interleaved speed rounds (default 9)")
-    parser.add_argument("--cpu", type=int, default=one_cpu())
-    args = parser.parse_args()
-    rounds = args.rounds or (2 if args.quick else 9)
+    args = arguments(__doc__, "real", rounds=9).parse_args()
     limit = 24 if args.quick else None
-    pin({args.cpu})
-    cv2.setNumThreads(1)
+    timing.one_core(args.cpu, tensorflow=True)
     members = [video_sets.BIKES] if args.quick else [video_sets.BIKES, video_sets.BUNNY]
     clips = {}
     for member in members:
@@ -197,12 +185,12 @@ def main() -> None:
         *table(header, rows),
         "",
         f"Optimized Huffman tables, q90, bikes.mp4 ({frames.shape[2]}x{frames.shape[1]}, "
-        f"{len(frames)} frames): CPU ms per frame on one core, median of {rounds} interleaved "
-        "rounds (decoded pixels identical):",
+        f"{len(frames)} frames): CPU ms per frame on one core, median of {args.rounds} "
+        "interleaved rounds (decoded pixels identical):",
         "",
         *table(
             ["operation", "standard tables", "optimized tables", "optimized / standard time"],
-            speed_rows(frames, path, limit, rounds),
+            speed_rows(frames, path, limit, args.rounds),
         ),
     ]
     print("\n".join(lines))

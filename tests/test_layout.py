@@ -16,7 +16,7 @@ MAX_LINES = 400
 # units it imports: every import between two units is here, and only those. Entry points first,
 # then the layers from the top down; a unit imports only units below it.
 LAYERS = {
-    "__init__": {"video_tfrecords_dataset_builder"},
+    "__init__": {"video_tfrecords_dataset_builder", "ingest"},
     "spark_build": {"video_tfrecords_dataset_builder", "engines", "ingest", "config"},
     "decoders": {"video_tfrecords_dataset_builder", "records", "clips"},
     "input_pipeline": {"clip_source", "records", "clips"},
@@ -26,7 +26,7 @@ LAYERS = {
     "video_tfrecords_dataset_builder": {"engines", "ingest", "config", "records"},
     "engines": {"ingest"},
     "ingest": {"config", "records", "clips", "util"},
-    "config": {"records", "clips"},
+    "config": {"records", "clips", "util"},
     "records": {"clips", "util"},
     "clips": {"util"},
     "util": set(),
@@ -46,17 +46,32 @@ def module_names() -> dict[str, pathlib.Path]:
     return names
 
 
-def imports_of(path: pathlib.Path, modules: dict[str, pathlib.Path]) -> set[str]:
+def imports_of(
+    path: pathlib.Path, modules: dict[str, pathlib.Path], name: str | None = None
+) -> set[str]:
     """The package's modules `path` imports anywhere: at module level, in functions, under
-    TYPE_CHECKING. `from a.b import c` is an import of a.b.c when c is a module, else of a.b."""
+    TYPE_CHECKING, relative imports resolved against `name` (the module `path` is; by default
+    its place in the package). `from a.b import c` is an import of a.b.c when c is a module,
+    else of a.b."""
+    if name is None and path.is_relative_to(PACKAGE):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    name = name or path.stem  # a file outside the package: no relative import resolves
+    # The package a relative import starts from: the module itself if it is a package.
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")
+                assert node.level <= len(up), f"{path}: a relative import above the package"
+                base = ".".join([*up[: len(up) - node.level + 1], *filter(None, [base])])
             for alias in node.names:
-                child = f"{node.module}.{alias.name}"
-                found.add(child if child in modules else node.module)
+                child = f"{base}.{alias.name}"
+                found.add(child if child in modules else base)
     return {name for name in found if name in modules}
 
 
@@ -121,16 +136,40 @@ def unit_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def unit_graph() -> dict[str, set[str]]:
+def unit_graph(graph: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
     units = {}
-    for module, imported in import_graph().items():
+    for module, imported in (graph or import_graph()).items():
         own = unit_of(module)
         units.setdefault(own, set()).update(unit_of(m) for m in imported if unit_of(m) != own)
     return units
 
 
+def imports_off_the_table(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(importer, imported) units of every import between units that LAYERS does not list."""
+    return {(a, b) for a, bs in unit_graph(graph).items() for b in bs if b not in LAYERS.get(a, ())}
+
+
 def test_the_layer_table_is_every_import_between_units_and_only_those():
     assert unit_graph() == LAYERS
+
+
+def test_an_upward_relative_import_is_caught(tmp_path):
+    """A copy of clips/boxes.py that imports the engines relatively, read as the module it
+    copies: an import of engines.local, off the table (clips imports only util)."""
+    modules = module_names()
+    copy = tmp_path / "boxes.py"
+    copy.write_text(modules["video_tfrecords.clips.boxes"].read_text() + (
+        "\n\ndef f():\n    from ..engines import local\n    from . import geometry\n"
+        "    from .. import config\n    from ..records.schema import VIDEO\n"
+    ))  # fmt: skip
+    found = imports_of(copy, modules, "video_tfrecords.clips.boxes")
+    assert {"video_tfrecords.engines.local", "video_tfrecords.clips.geometry",
+            "video_tfrecords.config", "video_tfrecords.records.schema"} <= found  # fmt: skip
+    graph = {**import_graph(), "video_tfrecords.clips.boxes": found}
+    assert imports_off_the_table(graph) == {
+        ("clips", "engines"), ("clips", "config"), ("clips", "records")
+    }
+    assert imports_off_the_table(import_graph()) == set()
 
 
 def test_layers_only_import_down():

@@ -5,8 +5,9 @@ PyTorch, JAX or Grain process, each of a DataLoader's spawned workers) loads nei
 TensorFlow nor PyAV nor the builder. The TFDS builder registers itself when its module is
 imported: by `tfds build`, by `Builder` or `ClipDecoder` here, and by importing this package
 where tensorflow_datasets is already loaded (`import tensorflow_datasets as tfds,
-video_tfrecords`). Reading a prepared dataset never needs it: `tfds.load` reads one without
-its builder from its files.
+video_tfrecords`); under the `tfds` command it first sets the command's hooks
+(`ingest.tfds_command`). Reading a prepared dataset never needs it: `tfds.load` reads one
+without its builder from its files.
 """
 
 import sys
@@ -55,4 +56,7 @@ def __dir__():
 
 
 if "tensorflow_datasets" in sys.modules:  # its user will ask TFDS for the builder by name
+    from video_tfrecords.ingest.tfds_command import setup as _setup_tfds_command
+
+    _setup_tfds_command()  # under `tfds build` only: its errors first, TFDS's INFO lines off
     import video_tfrecords.video_tfrecords_dataset_builder  # noqa: F401

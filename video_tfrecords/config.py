@@ -10,8 +10,8 @@ import tensorflow_datasets as tfds
 
 from video_tfrecords.clips.jpeg import MAX_PIXELS
 from video_tfrecords.clips.plan import MAX_FRAMES
-from video_tfrecords.clips.spec import is_finite_number, is_int
 from video_tfrecords.records.schema import DATASET_VERSION
+from video_tfrecords.util.numbers import is_finite_number, is_int
 
 # Fields that decide the stored frames: a change of any of them makes a new cache entry.
 FRAME_FIELDS = (

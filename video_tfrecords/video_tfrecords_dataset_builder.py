@@ -1,25 +1,25 @@
 """video_tfrecords: your videos as JPEG frames in TFRecords, for fast clip sampling.
 
 The TFDS builder only: its features (`records.schema`), configs (`config`) and splits. The
-work is the engines': `engines.local` (a pool of worker processes) or `engines.beam`, both
-through `ingest.run.BuildRun`, as `spark_build` is (`engines.distributed`).
+build's steps are `engines.prepare`'s (as on Spark: `engines.distributed`); the work is the
+engines': `engines.local` (a pool of worker processes) or `engines.beam`, under TFDS's writer.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-import logging
 import sys
 
 import tensorflow_datasets as tfds
-from absl import logging as absl_logging
 from etils import epath
 
 from video_tfrecords import config as config_lib
 from video_tfrecords.engines.beam import BeamEngine
 from video_tfrecords.engines.local import LocalEngine
-from video_tfrecords.ingest import manifest, provenance, summary
+from video_tfrecords.engines.prepare import prepare
+from video_tfrecords.ingest import manifest, provenance, tfds_command
 from video_tfrecords.ingest.encoding import VideoBuildError
 from video_tfrecords.ingest.run import (
     MANUAL_INSTRUCTIONS,
@@ -33,26 +33,6 @@ from video_tfrecords.records.array_record_shard import note_array_record_use
 __all__ = ["Builder", "VideoBuildError"]
 
 
-class _TfdsBuildNoise(logging.Filter):
-    """Drops the warnings TFDS 4.9.10 logs on every build of this dataset, which nothing a
-    builder does avoids: `tfds.features.Video.to_json_content` reads the deprecated
-    `FeatureConnector.dtype` itself, and the `tfds` command finds the folder of a first build
-    without a `dataset_info.json` (it is about to write one)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not (
-            message.startswith("`FeatureConnector.dtype` is deprecated")
-            or (message.startswith("Variant folder ") and " has no " in message)
-        )
-
-
-logging.getLogger("absl").addFilter(_TfdsBuildNoise())
-if summary.run_by_tfds_command():
-    sys.excepthook = summary.errors_first(sys.excepthook)
-    absl_logging.set_verbosity(absl_logging.WARNING)  # TFDS's INFO lines: the summary says it
-
-
 class Builder(tfds.core.GeneratorBasedBuilder):
     """Stores each video of your manifests as a sequence of JPEG frames."""
 
@@ -64,6 +44,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
     def __init__(self, *, config=None, **kwargs):
         """TFDS's builder; `config` may also be a built-in config's name with its own build
         settings (`config.with_build_settings`: `{"name": "default", "num_workers": 2}`)."""
+        tfds_command.drop_tfds_noise()  # TFDS's warnings about these features, on every build
         config, self._build_settings = config_lib.with_build_settings(config, self.BUILDER_CONFIGS)
         super().__init__(config=config, **kwargs)
 
@@ -96,7 +77,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                 self._annotated_info = info
             info = self._annotated_info
         if self.__dict__.get("_done_under_command"):
-            return summary.PreparedInfo(info)  # the tfds command prints where it is, not it
+            return tfds_command.PreparedInfo(info)  # the tfds command prints where it is, not it
         return info
 
     def use_manifests(self, manual_dir: epath.PathLike) -> None:
@@ -124,31 +105,40 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         return schema.annotation_kinds(names)
 
     def download_and_prepare(self, *, download_dir=None, download_config=None, **kwargs):
-        """Builds, then keeps in the cache of encoded videos what the next rebuild reads back
-        (or removes it, if the config does not keep it), and prints a summary; an interrupted
-        build says how to resume. Over a prepared dataset: reuses it if it was built from
-        the same inputs, else refuses before decoding anything, saying what changed
-        (`--overwrite`, FORCE_REDOWNLOAD, rebuilds it)."""
+        """Builds (`engines.prepare`: over a prepared dataset, reused if it was built from the
+        same inputs, else refused before anything is decoded, saying what changed;
+        `--overwrite`, FORCE_REDOWNLOAD, rebuild it), then keeps in the cache of encoded videos
+        what the next rebuild reads back (or removes it, if the config does not keep it), and
+        prints a summary; an interrupted build says how to resume."""
         config = download_config or tfds.download.DownloadConfig()
         self._manual_dir = config.manual_dir or self._default_manual_dir(download_dir)
+        self._use_beam = bool(config.beam_runner or config.beam_options)
         prepared = (epath.Path(self.data_path) / "dataset_info.json").exists()
         overwrite = config.download_mode.overwrite_dataset
-        previous = None
-        if prepared and overwrite:
-            self.start_over(self._manual_dir)
-            previous = provenance.read(self.data_path)  # before TFDS removes the old dataset
-        self.use_manifests(self._manual_dir)
-        self._run = BuildRun(self.info, self.build_config, previous)
-        self._engine = None  # chosen when TFDS asks for the splits: nothing built before
-        self._use_beam = bool(config.beam_runner or config.beam_options)
-        # (tfds.load's call, without a manual dir: TFDS reuses what is there.)
         inputs = config.manual_dir or manifest.find_manifests(epath.Path(self._manual_dir))[0]
-        if prepared and not overwrite and inputs:
-            self._check_prepared()
-            self._done_under_command = summary.run_by_tfds_command()
-            return
+        if prepared and not overwrite and not inputs:  # tfds.load's call: TFDS reuses it
+            return super().download_and_prepare(
+                download_dir=download_dir, download_config=config, **kwargs
+            )
+        command = tfds_command.run_by_tfds_command()
+        ways = provenance.ways_on("tfds" if command else "python", self.builder_config.name)
+        write = functools.partial(self._write, download_dir=download_dir, config=config, **kwargs)
         try:
-            with summary.without_tfds_chatter():
+            text = prepare(self, self._manual_dir, write, overwrite=overwrite, ways=ways)
+        except provenance.StaleDatasetError as e:
+            if command:  # the tfds command exits with its message, not a traceback
+                raise SystemExit(str(e)) from None
+            raise
+        if text is not None:
+            tfds_command.print_last(text)
+        self._done_under_command = command
+
+    def _write(self, run: BuildRun, *, download_dir, config, **kwargs) -> dict[str, int] | None:
+        """TFDS's build of `run`, through the engine `_split_generators` picks: the examples
+        written per split, or None if TFDS built nothing."""
+        self._run, self._engine = run, None  # the engine: chosen when TFDS asks for the splits
+        try:
+            with tfds_command.without_tfds_chatter():
                 super().download_and_prepare(
                     download_dir=download_dir, download_config=config, **kwargs
                 )
@@ -157,32 +147,15 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                 raise
             self._engine.close()  # the workers stop: no video is cached after the count
             print(self._run.interrupted(), file=sys.stderr)
-            if summary.run_by_tfds_command():
+            if tfds_command.run_by_tfds_command():
                 raise SystemExit(130) from None  # the shell's status for Ctrl-C; no traceback
             raise
         if self._engine is None:
-            return  # already prepared: nothing was built
+            return None  # already prepared: nothing was built
         if self.info.file_format == tfds.core.FileFormat.ARRAY_RECORD:
             note_array_record_use()  # TFDS's writer ran here: workers forked now would crash
         self._engine.finish(self.info, self.data_path)
-        self._run.remove_cache()
-        examples = {name: split.num_examples for name, split in self.info.splits.items()}
-        summary.print_last(self._run.summary(self.data_dir, examples))
-        self._done_under_command = summary.run_by_tfds_command()
-
-    def _check_prepared(self) -> None:
-        """Prints that the prepared dataset is up to date with the manual dir's inputs, or
-        raises `provenance.StaleDatasetError` naming what changed (the `tfds` command exits
-        with its message instead of a traceback)."""
-        command = summary.run_by_tfds_command()
-        ways = provenance.ways_on("tfds" if command else "python", self.builder_config.name)
-        try:
-            line, warning = self._run.check_prepared(self.data_path, self._manual_dir, ways)
-        except provenance.StaleDatasetError as e:
-            if command:
-                raise SystemExit(str(e)) from None
-            raise
-        print(line, file=sys.stderr if warning else sys.stdout)
+        return {name: split.num_examples for name, split in self.info.splits.items()}
 
     def _default_manual_dir(self, download_dir) -> epath.Path:
         """Where TFDS looks for the manual dir when none is given: download_dir/manual."""
@@ -212,7 +185,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         else:
             engine = LocalEngine(self._run, self.build_config.num_workers)
             threads = engine.decoder_threads
-            if summary.run_by_tfds_command():
+            if tfds_command.run_by_tfds_command():
                 tfds.disable_progress_bar()  # the engine's bar of videos is the one to watch
         tasks = self._run.plan(manual_dir, dl_manager.download_dir, threads)
         provenance.write(self.data_path, self._run.built_from)  # TFDS's incomplete folder

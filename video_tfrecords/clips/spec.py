@@ -8,13 +8,12 @@ only. Imports neither TensorFlow nor TFDS.
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
 
 import numpy as np
 
 from video_tfrecords.clips import geometry
 from video_tfrecords.clips.backends import NP_OPS
+from video_tfrecords.util.numbers import is_finite_number, is_int  # also this module's names
 
 __all__ = ["ClipSpec", "check_non_negative_int", "check_positive_int", "is_finite_number", "is_int"]
 
@@ -22,11 +21,6 @@ MODES = ("random", "center", "uniform", "segments", "segment_centers")
 SEGMENT_MODES = ("segments", "segment_centers")
 SHORT_VIDEO_POLICIES = ("loop", "repeat_last", "pad", "error")
 CROP_MODES = ("random", "center", "resized")
-
-
-def is_int(value) -> bool:
-    """True for Python and NumPy integers, but not for bools."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
 def check_positive_int(name: str, value) -> int:
@@ -89,12 +83,6 @@ def _check_short_side(short_side) -> int | tuple[int, int] | None:
         "short_side must be None, a positive int or a (min, max) tuple of ints with "
         f"0 < min <= max, got {short_side!r}."
     )
-
-
-def is_finite_number(value) -> bool:
-    """A real, finite number that is not a bool."""
-    real = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-    return real and math.isfinite(value)
 
 
 def _check_range(name: str, value, top: float | None = None) -> tuple[float, float]:

@@ -4,7 +4,8 @@ The engine gives `map_groups(fn, groups)`: `fn(group, attempt)` for every group,
 tasks that may run anywhere and be retried (`attempt` counts the retries of a
 task: 0 when the engine cannot tell), all results back in one list. Spark's is
 in `engines/spark.py`; Ray's or Dask's would be a few lines too. Everything else is
-here and in `ingest.run.BuildRun`, the seam the local and Beam engines build through too:
+here, in `engines.prepare` (the steps every build takes, the builder's too) and in
+`ingest.run.BuildRun`, the seam the local and Beam engines build through too:
 
 1. `BuildRun.plan` reads the manifests into one `encoding.Task` per video (as the
    local and Beam builds do), `spread` groups them by file size.
@@ -33,13 +34,13 @@ import dataclasses
 import hashlib
 import json
 import logging
-import sys
 from collections.abc import Callable, Sequence
 
 import tensorflow_datasets as tfds
 from etils import epath
 
 from video_tfrecords.engines import spread
+from video_tfrecords.engines.prepare import prepare
 from video_tfrecords.ingest import cache, encoding, provenance, shards
 from video_tfrecords.ingest.run import BuildRun
 
@@ -111,23 +112,28 @@ def build(
     download_config: tfds.download.DownloadConfig | None = None,
     overwrite: bool = False,
 ) -> epath.Path:
-    """Builds `builder`'s dataset (a video_tfrecords Builder) with the engine's `map_groups`
-    on `cores` cores; returns the dataset folder. A dataset already built is left as it is if
-    built from the same inputs, else refused (`provenance.StaleDatasetError`), before anything
-    is decoded; `overwrite` rebuilds it (the old one readable until the new one replaces it)."""
+    """Builds `builder`'s dataset (a video_tfrecords Builder: `prepare.Target`) with the
+    engine's `map_groups` on `cores` cores; returns the dataset folder. A dataset already built
+    is left as it is if built from the same inputs, else refused
+    (`provenance.StaleDatasetError`), before anything is decoded; `overwrite` rebuilds it (the
+    old one readable until the new one replaces it)."""
     manual_dir, data_dir = provenance.absolute(manual_dir), provenance.absolute(data_dir)
-    final = epath.Path(builder.data_path)
-    if (final / "dataset_info.json").exists():
-        if not overwrite:
-            run = BuildRun(builder.info, builder.build_config)
-            ways = provenance.ways_on("spark", builder.builder_config.name)
-            line, warning = run.check_prepared(final, manual_dir, ways)
-            print(line, file=sys.stderr if warning else sys.stdout)
-            return final
-        builder.start_over(manual_dir)  # the rebuild's info, not the old dataset's
     download_config = download_config or tfds.download.DownloadConfig()
-    builder.use_manifests(manual_dir)  # the features store what the manifests annotate
-    run = BuildRun(builder.info, builder.build_config, provenance.read(final))
+
+    def write(run: BuildRun) -> dict[str, int]:
+        return _write(builder, run, manual_dir, data_dir, map_groups, cores, download_config)
+
+    ways = provenance.ways_on("spark", builder.builder_config.name)
+    text = prepare(builder, manual_dir, write, overwrite=overwrite, ways=ways)
+    if text is not None:
+        print(text)
+    return epath.Path(builder.data_path)
+
+
+def _write(builder, run, manual_dir, data_dir, map_groups, cores, download_config):
+    """The engine's build: every video encoded, each split's shards written, the dataset
+    folder renamed into place whole; the examples written per split."""
+    final = epath.Path(builder.data_path)
     tasks, groups = plan(run, manual_dir, data_dir, cores)
     encoded = _encode(tasks, groups, map_groups)
     outcomes = {split: [None] * len(split_tasks) for split, split_tasks in tasks.items()}
@@ -178,9 +184,7 @@ def build(
     _save_default_config(builder, final.parent.parent)
     final.rmtree(missing_ok=True)  # an --overwrite rebuild's old dataset
     staging.rename(final)
-    run.remove_cache()
-    print(run.summary(final, {info.name: info.num_examples for info in infos}))
-    return final
+    return {info.name: info.num_examples for info in infos}
 
 
 def plan(
