@@ -260,11 +260,11 @@ def stored_size(height: int, width: int, short_side: int) -> tuple[int, int]:
 
 def pool_start(workers: int) -> dict:
     """Seconds to start the builder's worker processes and get a first result back from each."""
-    from video_tfrecords.engines import local, parallel
+    from video_tfrecords.engines import local, process_pool
     from video_tfrecords.ingest import encoding
 
     start = time.perf_counter()
-    list(parallel.ordered_map(encoding.encode, [_probe_task() for _ in range(workers)],
+    list(process_pool.ordered_map(encoding.encode, [_probe_task() for _ in range(workers)],
                               num_workers=workers, on_death=local.on_worker_death,
                               initializer=encoding.init_worker))  # fmt: skip
     return {"seconds": time.perf_counter() - start}

@@ -48,7 +48,7 @@ def make(path: str, first: int, count: int) -> str:
 
 
 def span_task(path: str, start: float, end: float, config: VideoConfig) -> encoding.Task:
-    """The build's task for one JSON Lines line naming the span (as `BuildRun.plan` makes it)."""
+    """The build's task for one JSON Lines line naming the span (as `BuildRun.encoding_tasks` makes it)."""
     line = json.dumps({"path": path, "label": "x", "start": start, "end": end})
     folder = os.path.join(os.path.dirname(path), "manifest")
     os.makedirs(folder, exist_ok=True)

@@ -7,7 +7,7 @@ and session on `local[N]`, and TensorFlow, which TFDS's builder imports) is time
 the build (`spark_build.build`: planning, encoding tasks, shard tasks, metadata). Beside it, the
 floor: the same videos encoded by `encoding.encode` in a process pool of 1 and of 2 workers, no
 Spark (what the two cores give the encoding alone).
-Planning: `engines/distributed.plan` (manifests read and checked, one task per line, a stat per
+Planning: `engines/grouped.tasks_in_groups` (manifests read and checked, one task per line, a stat per
 video, groups of even size) plus pickling the groups as Spark ships them, on a synthetic
 manifest whose lines point at files that do not exist (a stat each all the same).
 
@@ -58,7 +58,7 @@ def child_floor(workers: int, manual_dir: str, data_dir: str) -> None:
 
     builder = tfds.builder("video_tfrecords", config=video_config(CONFIG), data_dir=data_dir)
     run = BuildRun(builder.info, builder.builder_config)
-    tasks = run.plan(manual_dir, os.path.join(data_dir, "downloads"), decoder_threads=1)
+    tasks = run.encoding_tasks(manual_dir, os.path.join(data_dir, "downloads"), decoder_threads=1)
     every = [task for split_tasks in tasks.values() for task in split_tasks]
     context = multiprocessing.get_context("spawn")
     with context.Pool(workers, initializer=encoding.init_worker) as pool:
@@ -82,7 +82,7 @@ def planning_seconds(out: str, lines: int) -> tuple[float, float, int]:
     in 400 classes, planned for a cluster of 800 cores."""
     import tensorflow_datasets as tfds
 
-    from video_tfrecords.engines import distributed
+    from video_tfrecords.engines import grouped
     from video_tfrecords.ingest.run import BuildRun
     from video_tfrecords.spark_build import video_config
 
@@ -94,7 +94,7 @@ def planning_seconds(out: str, lines: int) -> tuple[float, float, int]:
     builder = tfds.builder("video_tfrecords", config=video_config(CONFIG), data_dir=data_dir)
     start = time.perf_counter()
     run = BuildRun(builder.info, builder.builder_config)
-    _, groups = distributed.plan(run, manual_dir, data_dir, cores=800)
+    _, groups = grouped.tasks_in_groups(run, manual_dir, data_dir, cores=800)
     planned = time.perf_counter()
     shipped = len(pickle.dumps(groups, protocol=pickle.HIGHEST_PROTOCOL))
     pickled = time.perf_counter()

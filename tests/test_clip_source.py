@@ -29,7 +29,7 @@ from video_tfrecords.records.checksums import CorruptRecordError
 from video_tfrecords.records.dataset_files import split_shards
 from video_tfrecords.records.example_parser import parse_example
 from video_tfrecords.records.schema import DATASET_VERSION, FINGERPRINT, FRAME_CHECKSUMS
-from video_tfrecords.records.shard_reader import SplitReader
+from video_tfrecords.records.split_reader import SplitReader
 
 CONFIG = "reader"
 LENGTHS = (12, 15, 18, 21, 24, 3)  # the last one is shorter than most clips

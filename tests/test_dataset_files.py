@@ -18,7 +18,7 @@ from video_tfrecords.records.dataset_files import (
     split_shards,
 )
 from video_tfrecords.records.example_parser import parse_example
-from video_tfrecords.records.shard_reader import SplitReader
+from video_tfrecords.records.split_reader import SplitReader
 
 NUM_VIDEOS = 3
 

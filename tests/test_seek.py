@@ -27,7 +27,7 @@ F = fractions.Fraction
 
 
 def build(path, spans_: list[tuple[float, float]] | None, tmp_path) -> list[list[dict]]:
-    """The build's examples of `path`: one list per span (JSON Lines lines, as `BuildRun.plan`
+    """The build's examples of `path`: one list per span (JSON Lines lines, as `BuildRun.encoding_tasks`
     makes the task), or of the whole video (None). No resize, one example a span."""
     config = VideoConfig(name="seek", short_side=None, segment_frames=None)
     folder = tmp_path / f"manifest{len(list(tmp_path.glob('manifest*')))}"

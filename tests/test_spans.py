@@ -157,7 +157,7 @@ def test_a_span_past_the_end_is_clipped_with_a_note_and_one_after_it_has_no_exam
     task = task_of(long_video, lines, tmp_path)
     outcome = encoding.encode(dataclasses.replace(task, cache_root=str(tmp_path / "cache")))
     where = str(tmp_path / "train.jsonl")
-    assert encoding.line_records(outcome) == (
+    assert encoding.line_findings(outcome) == (
         [{"split": "train", "path": "v", "where": f"{where}:2",
           "reason": "span [13 s, 14 s) has no frame: the video ends at 12.000 s"}],
         [{"split": "train", "path": "v", "where": f"{where}:1",
@@ -174,7 +174,7 @@ def test_a_task_whose_spans_have_no_frame_is_a_skip_record_for_each_line(long_vi
     lines = [{"path": "v", "label": "a", "start": 20}, {"path": "v", "label": "a", "start": 30}]
     task = task_of(long_video, lines, tmp_path)
     outcome = encoding.encode(dataclasses.replace(task, cache_root=str(tmp_path / "cache")))
-    skipped, notes = encoding.line_records(outcome)
+    skipped, notes = encoding.line_findings(outcome)
     where = str(tmp_path / "train.jsonl")
     assert [(r["where"], r["reason"]) for r in skipped] == [
         (f"{where}:1", "span [20 s, inf s) has no frame: the video ends at 12.000 s"),

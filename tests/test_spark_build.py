@@ -21,7 +21,7 @@ import tensorflow_datasets as tfds
 
 import synthetic
 from video_tfrecords import ClipSource, VideoConfig, clip_dataset, spark_build
-from video_tfrecords.engines import distributed, spread
+from video_tfrecords.engines import even_groups, grouped
 from video_tfrecords.engines import spark as spark_engine
 from video_tfrecords.ingest import encoding, provenance, shards
 from video_tfrecords.ingest.run import BuildRun
@@ -461,29 +461,29 @@ def test_videos_moved_to_another_disk_are_rebuilt_on_spark_without_encoding(
 
 def test_spread_makes_groups_of_even_size():
     sizes = [100, 1, 50, 50, 30, 20, 99, 1, 1, 48]
-    groups = spread.spread(list(range(len(sizes))), sizes, 3)
+    groups = even_groups.spread(list(range(len(sizes))), sizes, 3)
     loads = sorted(sum(sizes[i] for i in group) for group in groups)
     assert sorted(i for g in groups for i in g) == list(range(len(sizes)))
     # Greedy, largest first: no group is more than one video (here 48) past another, nor
     # more than 4/3 of the best split's largest group (at least 400 / 3).
     assert loads == [123, 130, 147]
     assert loads[-1] - loads[0] <= 48 and loads[-1] <= 4 / 3 * 400 / 3
-    assert spread.spread(["a", "b", "c", "d"], [0] * 4, 2) == [["a", "c"], ["b", "d"]]
-    assert spread.group_count(32, 2) == 32 and spread.group_count(650_000, 800) == 12_800
-    assert spread.group_count(650_000, 2) == 650_000 // spread.MAX_GROUP + 1
+    assert even_groups.spread(["a", "b", "c", "d"], [0] * 4, 2) == [["a", "c"], ["b", "d"]]
+    assert even_groups.group_count(32, 2) == 32 and even_groups.group_count(650_000, 800) == 12_800
+    assert even_groups.group_count(650_000, 2) == 650_000 // even_groups.MAX_GROUP + 1
 
 
 def test_a_failed_shard_attempt_leaves_nothing_and_a_retry_commits(manual, tmp_path, monkeypatch):
     """An attempt that dies mid-shard leaves no file in the dataset folder; the next attempt
     writes the shard whole."""
     builder = tfds.builder("video_tfrecords", data_dir=str(tmp_path), config=VideoConfig(**CONFIG))
-    tasks = BuildRun(builder.info, builder.builder_config).plan(manual, tmp_path / "downloads")[
+    tasks = BuildRun(builder.info, builder.builder_config).encoding_tasks(manual, tmp_path / "downloads")[
         "validation"
     ]
     videos = [(t, encoding.encode(t).entry) for t in tasks]
     folder, attempts = tmp_path / "staging", tmp_path / "attempts"
     folder.mkdir(), attempts.mkdir()
-    (job,) = shards.plan(
+    (job,) = shards.assign(
         "validation",
         videos,
         download_config=tfds.download.DownloadConfig(),
@@ -518,13 +518,13 @@ def test_a_video_whose_task_died_twice_is_skipped_with_a_record(manual, tmp_path
     """A retried task marks each video it starts; a later attempt skips a video still marked,
     as a local build skips a video that killed its worker twice."""
     builder = tfds.builder("video_tfrecords", data_dir=str(tmp_path), config=VideoConfig(**CONFIG))
-    first, second = BuildRun(builder.info, builder.builder_config).plan(
+    first, second = BuildRun(builder.info, builder.builder_config).encoding_tasks(
         manual, tmp_path / "downloads"
     )["validation"]
-    distributed._mark(first).parent.mkdir(parents=True)
-    distributed._mark(first).write_text("started")  # a retry died on it
+    grouped._mark(first).parent.mkdir(parents=True)
+    grouped._mark(first).write_text("started")  # a retry died on it
     items = [("validation", 0, first), ("validation", 1, second)]
-    results = distributed.encode_group(items, attempt=2)
+    results = grouped.encode_group(items, attempt=2)
     assert results[0].skipped == {
         "split": "validation",
         "path": "v6.mp4",
@@ -533,9 +533,9 @@ def test_a_video_whose_task_died_twice_is_skipped_with_a_record(manual, tmp_path
     }
     assert first.entry.where.endswith("val.txt:1")
     assert results[1].entry is not None and results[1].skipped is None
-    assert not distributed._mark(second).exists()  # finished: unmarked
+    assert not grouped._mark(second).exists()  # finished: unmarked
     assert (
-        distributed.encode_group(items, attempt=0)[0].entry is not None
+        grouped.encode_group(items, attempt=0)[0].entry is not None
     )  # first attempts: no marks
 
 
@@ -543,7 +543,7 @@ def test_an_error_in_a_retried_task_is_not_a_death(manual, tmp_path, monkeypatch
     """An exception while a retried task encodes a video (a full disk, say) leaves no mark:
     only a task that dies does, so the next attempt encodes the video again."""
     builder = tfds.builder("video_tfrecords", data_dir=str(tmp_path), config=VideoConfig(**CONFIG))
-    first, _ = BuildRun(builder.info, builder.builder_config).plan(manual, tmp_path / "downloads")[
+    first, _ = BuildRun(builder.info, builder.builder_config).encoding_tasks(manual, tmp_path / "downloads")[
         "validation"
     ]
 
@@ -552,10 +552,10 @@ def test_an_error_in_a_retried_task_is_not_a_death(manual, tmp_path, monkeypatch
 
     monkeypatch.setattr(distributed.encoding, "encode", full_disk)
     with pytest.raises(OSError, match="No space left"):
-        distributed.encode_group([("validation", 0, first)], attempt=1)
-    assert not distributed._mark(first).exists()
+        grouped.encode_group([("validation", 0, first)], attempt=1)
+    assert not grouped._mark(first).exists()
     monkeypatch.undo()
-    (result,) = distributed.encode_group([("validation", 0, first)], attempt=2)
+    (result,) = grouped.encode_group([("validation", 0, first)], attempt=2)
     assert result.entry is not None and result.skipped is None
 
 
@@ -599,15 +599,15 @@ def test_tasks_never_import_tensorflow(manual, tmp_path, file_format):
         config=VideoConfig(**CONFIG),
         file_format=file_format,
     )
-    tasks = BuildRun(builder.info, builder.builder_config).plan(manual, tmp_path / "downloads")[
+    tasks = BuildRun(builder.info, builder.builder_config).encoding_tasks(manual, tmp_path / "downloads")[
         "validation"
     ]
     items = [("validation", i, task) for i, task in enumerate(tasks)]
-    encoded, imported = run_tasks_fresh(distributed.encode_group, [items])
+    encoded, imported = run_tasks_fresh(grouped.encode_group, [items])
     assert not imported and [e.index for e in encoded] == [0, 1]
     folder = tmp_path / "video_tfrecords" / NAME / DATASET_VERSION
     folder.mkdir(parents=True)
-    (job,) = shards.plan(
+    (job,) = shards.assign(
         "validation",
         [(task, e.entry) for task, e in zip(tasks, encoded)],
         download_config=tfds.download.DownloadConfig(),
@@ -617,7 +617,7 @@ def test_tasks_never_import_tensorflow(manual, tmp_path, file_format):
         attempts_dir=tmp_path,
         features=builder.info.features,
     )
-    (result,), imported = run_tasks_fresh(distributed.write_group, [[job]])
+    (result,), imported = run_tasks_fresh(grouped.write_group, [[job]])
     assert not imported and result.num_examples == 4
     builder.info.set_splits(
         tfds.core.SplitDict(

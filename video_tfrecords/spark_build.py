@@ -11,7 +11,7 @@ or, in a notebook or any program that has a SparkSession (Databricks: `spark`):
 
 Spark tasks run the local build's `encoding.encode`, a group of videos of even
 total size each, then write one shard each; the driver plans, collects the skip
-records and writes the dataset info (`engines/distributed.py`, which any engine can
+records and writes the dataset info (`engines/grouped.py`, which any engine can
 drive; Spark's map and session are `engines/spark.py`). The result is the folder
 `tfds build` makes: `tfds.load`, `tfds.data_source`,
 `ClipSource` and `clip_dataset` read it as they read a local build. The manual and
@@ -38,7 +38,7 @@ import time
 import tensorflow_datasets as tfds
 
 from video_tfrecords import config as config_lib
-from video_tfrecords.engines import distributed
+from video_tfrecords.engines import grouped
 from video_tfrecords.engines import spark as spark_engine
 from video_tfrecords.engines.spark import session
 from video_tfrecords.ingest import provenance
@@ -78,7 +78,7 @@ def build(
     data_dir = provenance.absolute(data_dir)  # the builder's folders, as every executor sees them
     builder = Builder(config=video_config(config), data_dir=data_dir, file_format=file_format)
     context = spark.sparkContext
-    folder = distributed.build(
+    folder = grouped.build(
         builder,
         manual_dir,
         data_dir,

@@ -1,7 +1,7 @@
 """video_tfrecords: your videos as JPEG frames in TFRecords, for fast clip sampling.
 
 The TFDS builder only: its features (`records.schema`), configs (`config`) and splits. The
-build's steps are `engines.prepare`'s (as on Spark: `engines.distributed`); the work is the
+build's steps are `engines.prepare`'s (as on Spark: `engines.grouped`); the work is the
 engines': `engines.local` (a pool of worker processes) or `engines.beam`, under TFDS's writer.
 """
 
@@ -187,7 +187,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
             threads = engine.decoder_threads
             if tfds_command.run_by_tfds_command():
                 tfds.disable_progress_bar()  # the engine's bar of videos is the one to watch
-        tasks = self._run.plan(manual_dir, dl_manager.download_dir, threads)
+        tasks = self._run.encoding_tasks(manual_dir, dl_manager.download_dir, threads)
         provenance.write(self.data_path, self._run.built_from)  # TFDS's incomplete folder
         self._engine = engine
         return {split: self._generate_examples(split_tasks) for split, split_tasks in tasks.items()}

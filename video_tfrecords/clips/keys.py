@@ -39,7 +39,7 @@ _HASH_BYTES = 8192  # Bytes hashed at each end of a frame for its fingerprint.
 # Which counters each draw uses. Per clip c: counter 8 c + slot.
 SLOTS_PER_CLIP = 8
 SLOT_STRIDE, SLOT_START, SLOT_CROP_Y, SLOT_CROP_X, SLOT_FLIP, SLOT_SCALE = range(6)
-SEGMENT_COUNTERS = 2**32  # segments: SEGMENT_COUNTERS + c T + k (frame k of clip c)
+BIN_COUNTERS = 2**32  # TSN's bins (modes "segments"): BIN_COUNTERS + c T + k (frame k of clip c)
 RESIZED_BOX_COUNTERS = 2**33  # random-resized boxes: see boxes.resized_crop_boxes
 
 

@@ -59,10 +59,10 @@ def _fit_indices(ops, indices, length, policy):
 
 
 def _segment_indices(ops, spec, key, length):
-    """int64 [num_clips, T]: one frame per equal segment (MMAction2 SampleFrames, clip_len=1).
+    """int64 [num_clips, T]: one frame per equal bin (TSN's segments) (MMAction2 SampleFrames, clip_len=1).
 
-    "segments": segment k is [k L // T, (k + 1) L // T) and its frame is at a
-    uniform offset in it (the segment's first frame when it is empty, L < T);
+    "segments": bin k is [k L // T, (k + 1) L // T) and its frame is at a
+    uniform offset in it (the bin's first frame when it is empty, L < T);
     "segment_centers": frame int(a k + a / 2) with a = L / T, in float64 as
     MMAction2 computes it.
     """
@@ -75,7 +75,7 @@ def _segment_indices(ops, spec, key, length):
     sizes = ops.maximum(ends - begins, 1)
     clips = []
     for c in range(spec.num_clips):
-        counter = keys.SEGMENT_COUNTERS + c * t
+        counter = keys.BIN_COUNTERS + c * t
         offsets = [keys.randint(ops, key, counter + j, sizes[j]) for j in range(t)]
         clips.append(ops.minimum(begins + ops.stack(offsets), length - 1))
     return ops.stack(clips)

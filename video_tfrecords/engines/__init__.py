@@ -1,5 +1,5 @@
 """The engines that run a build: each encodes the planned videos its own way, through the same
-seam (`ingest.run.BuildRun`: plan, encode, records, summary, cache clean-up).
+seam (`ingest.run.BuildRun`: tasks, encode, findings, summary, cache clean-up).
 
 prepare (the steps of every build, around the engine's write: the builder's and distributed's),
 local (a pool of worker processes, under TFDS's writer; parallel: its ordered process map), beam

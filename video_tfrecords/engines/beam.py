@@ -14,24 +14,24 @@ from video_tfrecords.ingest.run import BuildRun
 __all__ = ["BeamEngine"]
 
 
-def records_dir(dataset_dir: epath.PathLike) -> epath.Path:
-    """Where Beam's workers write the skip records and notes: beside the splits."""
+def findings_dir(dataset_dir: epath.PathLike) -> epath.Path:
+    """Where Beam's workers write the skips and notes: beside the splits."""
     return epath.Path(dataset_dir) / "build_records"
 
 
 class BeamEngine:
-    """Gives TFDS a `beam.PTransform` per split; `finish` gathers the records after the
+    """Gives TFDS a `beam.PTransform` per split; `finish` gathers the findings after the
     pipeline ran and rewrites the dataset info with them."""
 
     def __init__(self, run: BuildRun, dataset_dir: epath.PathLike) -> None:
         """`dataset_dir`: the folder TFDS writes the splits in (its incomplete one)."""
         self.run = run
-        self.records_dir = records_dir(dataset_dir)
+        self.findings_dir = findings_dir(dataset_dir)
 
     def generate(self, tasks: list[encoding.Task]):
         """The examples of a split's videos, as a PTransform for TFDS's Beam writer."""
         beam = tfds.core.lazy_imports.apache_beam
-        split, strict, records_dir = tasks[0].split, self.run.config.strict, self.records_dir
+        split, strict, findings_dir = tasks[0].split, self.run.config.strict, self.findings_dir
 
         def expand(pipeline):
             outcomes = (
@@ -43,9 +43,9 @@ class BeamEngine:
             )
             _ = (
                 outcomes
-                | f"Records {split}" >> beam.FlatMap(encoding.records_of)
+                | f"Records {split}" >> beam.FlatMap(encoding.findings_of)
                 | f"Write records {split}"
-                >> beam.io.WriteToText(str(records_dir / split), file_name_suffix=".jsonl")
+                >> beam.io.WriteToText(str(findings_dir / split), file_name_suffix=".jsonl")
             )
             return outcomes | f"Examples {split}" >> beam.FlatMap(encoding.examples_of)
 
@@ -55,12 +55,12 @@ class BeamEngine:
         """Nothing to stop: the runner owns its workers."""
 
     def finish(self, info, dataset_dir: epath.PathLike) -> None:
-        """After the pipeline ran: moves the records the workers wrote (now in the finished
+        """After the pipeline ran: moves the findings the workers wrote (now in the finished
         `dataset_dir`, renamed with it) into the dataset info, and writes it."""
-        written = records_dir(dataset_dir)
+        written = findings_dir(dataset_dir)
         for path in sorted(written.glob("*.jsonl*")):
-            self.run.record_all([json.loads(line) for line in path.read_text().splitlines()])
-        self.run.check_records(list(self.run.videos_per_split))
+            self.run.take_findings([json.loads(line) for line in path.read_text().splitlines()])
+        self.run.check_findings(list(self.run.videos_per_split))
         if written.exists():
             written.rmtree()
         info.write_to_directory(dataset_dir)

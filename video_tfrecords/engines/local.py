@@ -3,7 +3,7 @@ their examples handed to TFDS's writer as they come, in manifest order."""
 
 from __future__ import annotations
 
-from video_tfrecords.engines import parallel
+from video_tfrecords.engines import process_pool
 from video_tfrecords.ingest import encoding, progress
 from video_tfrecords.ingest.run import BuildRun
 
@@ -16,14 +16,14 @@ class LocalEngine:
 
     def __init__(self, run: BuildRun, num_workers: int) -> None:
         self.run = run
-        self.num_workers = parallel.worker_count(num_workers)
+        self.num_workers = process_pool.worker_count(num_workers)
         self._outcomes = None  # the worker pool of the split being written
         self._bar = None  # and its progress bar
 
     @property
     def decoder_threads(self) -> int:
         """FFmpeg threads for each worker's decoder: the cores the workers leave."""
-        return parallel.threads_per_worker(self.num_workers)
+        return process_pool.threads_per_worker(self.num_workers)
 
     def generate(self, tasks: list[encoding.Task]):
         """Yields (key, example) for each video of a split, with its progress (`progress.bar`:
@@ -43,7 +43,7 @@ class LocalEngine:
         self._bar = bar = progress.bar(split, len(tasks), lines)  # timed from here
         ordered = encoding.resume_order(tasks, hits)
         done = {task.entry.path for task, hit in zip(tasks, hits) if hit}
-        self._outcomes = encoded = parallel.ordered_map(
+        self._outcomes = encoded = process_pool.ordered_map(
             encoding.encode,
             [task for task in ordered if task.entry.path not in done],
             num_workers=self.num_workers,
@@ -54,14 +54,14 @@ class LocalEngine:
             for task in ordered:
                 outcome = encoding.encode(task) if task.entry.path in done else next(encoded)
                 encoding.report(outcome, self.run.config.strict)
-                self.run.record(outcome)
+                self.run.take(outcome)
                 yield from encoding.examples_of(outcome)
                 bar.update(max(len(task.parts), 1))
         encoded.close()  # its pool stops now, not when the generator is collected
-        self.run.check_records([split])
+        self.run.check_findings([split])
 
     def finish(self, info, dataset_dir) -> None:
-        """Nothing left once TFDS wrote the splits: the records are in `info` already."""
+        """Nothing left once TFDS wrote the splits: the findings are in `info` already."""
 
     def close(self) -> None:
         """Stops the workers and ends the bar's line (an interrupted build's message follows)."""
@@ -72,5 +72,5 @@ class LocalEngine:
 
 
 def on_worker_death(task: encoding.Task, exitcode: int) -> encoding.Outcome:
-    """A video whose worker died twice: a skip record with the signal or exit code."""
-    return encoding.Outcome(task, skipped=task.record(parallel.death_reason(exitcode)))
+    """A video whose worker died twice: a skip with the signal or exit code."""
+    return encoding.Outcome(task, skipped=task.finding(process_pool.death_reason(exitcode)))

@@ -1,6 +1,6 @@
 """A build's steps on every engine, in one place: a prepared dataset checked (and kept) or
 started over, the manifests read into a `BuildRun`, the engine's write, the cache trimmed, the
-summary. The TFDS builder (local, Beam) and `distributed.build` (Spark, any map) both call
+summary. The TFDS builder (local, Beam) and `grouped.build` (Spark, any map) both call
 `prepare`, each with its own `write`.
 
 The driver asks of a builder only what `Target` names: TFDS's `data_path` and `info`, the
@@ -51,7 +51,7 @@ def prepare(
     A dataset already prepared is kept once compared with the inputs (a line printed), or
     refused (`provenance.StaleDatasetError`, naming each change and the `ways` on) before
     anything is decoded. `overwrite` rebuilds it: its info made anew from the manifests, and
-    its record of inputs (`provenance.read`) read first, so unchanged videos come back from
+    its `built_from` (`provenance.read`) read first, so unchanged videos come back from
     the kept cache."""
     folder = epath.Path(target.data_path)
     prepared = (folder / "dataset_info.json").exists()

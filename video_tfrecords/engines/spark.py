@@ -1,4 +1,4 @@
-"""Spark as an engine of `engines.distributed`: its parallel map, and the session it runs on.
+"""Spark as an engine of `engines.grouped`: its parallel map, and the session it runs on.
 
 `spark_map` runs `fn(group, attempt)` as one Spark task per group, told which attempt of the
 task it is; `session` starts (or joins) a SparkSession whose local masters retry tasks.

@@ -11,8 +11,8 @@ lists, and audio that ends early all land where a player plays them: before 0 or
 trimmed, holes filled with silence.
 
 `AudioTrack` decodes as the frames are stored, in a demux of its own over the file's audio
-packets (the video's demux reads only the video stream), and hands out a segment's samples at a
-time: memory holds a segment's audio and one decoded frame beyond it. A span of the video
+packets (the video's demux reads only the video stream), and hands out a piece's samples at a
+time: memory holds a piece's audio and one decoded frame beyond it. A span of the video
 (`start_at`) seeks the audio to it too. Damage (packets FFmpeg
 rejects, audio lost mid-stream, an audio stream FFmpeg cannot decode) keeps the video, silent
 where the audio was lost, and is described by `AudioDamage.note`. Imports neither TensorFlow

@@ -2,7 +2,7 @@
 
 `cached` wraps the encoding of one video: it reads the video's entry back if
 the cache holds it whole, else runs the encoding and stores what it makes, one
-file per example (segment); the split writer reads the examples from there.
+file per example (piece); the split writer reads the examples from there.
 An entry is keyed on the video's content (`file_identity`: wherever the file is
 now, under whatever name) and on the config fields that shape its frames, so a
 rerun of the same build, or a build of the same videos moved elsewhere, finds the
@@ -163,7 +163,7 @@ def cached(
 
     `key()` names the entry; an OSError from it (the video cannot be found) counts as
     a miss, so that `encode` says precisely why the video cannot be read.
-    `encode(add)` encodes the video, giving each example (segment) to `add` as soon as
+    `encode(add)` encodes the video, giving each example (piece) to `add` as soon as
     it is made (written at once: memory holds one), and returns the entry's summary.
     The entry's folder is made at the first example, and removed if `encode` or the
     writing raises: only a finished entry is ever read back.

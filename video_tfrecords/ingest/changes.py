@@ -1,4 +1,4 @@
-"""Two records of what a build is made from (`provenance`) compared, in words: what a rebuild
+"""Two `built_from`s, what a build is made from (`provenance`) compared, in words: what a rebuild
 would change, each change as `FILE:LINE`, and what moved without changing anything.
 
 `differences` is empty when a build of `new` writes what `old`'s build wrote: a reordered
@@ -82,9 +82,9 @@ def moves(old: Mapping, new: Mapping, few: int = FEW) -> str | None:
     return f"moved, with the same content: {'; '.join(parts)}" if parts else None
 
 
-def _by_content(record: Mapping) -> bool:
-    """Whether a record knows its videos by content (format 2 on), not by stat alone."""
-    return record.get("format", 1) >= 2
+def _by_content(built_from: Mapping) -> bool:
+    """Whether a `built_from` knows its videos by content (format 2 on), not by stat alone."""
+    return built_from.get("format", 1) >= 2
 
 
 def _config_changes(old: Mapping, new: Mapping) -> list[str]:
@@ -277,7 +277,7 @@ def _s(seconds: float | None) -> str:
 
 def _file_change(was: Mapping, now: Mapping, content: bool) -> str | None:
     """How a video's file differs, in words; None when it is the same file (by content, or for
-    an earlier record, by path, size and modification time)."""
+    an earlier `built_from`, by path, size and modification time)."""
     if was["size"] is None or now["size"] is None:
         if was["size"] == now["size"]:
             return None

@@ -1,15 +1,15 @@
 """One video of a split (a manifest line, or the lines of its spans) -> the examples that store
-it, or a record of why not.
+it, or a finding of why not.
 
 `encode` runs where the video is decoded (a build worker, a Beam worker or the
 build process itself). `encode_video` decodes the video once (each run of spans from the
 keyframe before it: `spans.ranges`) and pushes each frame to the `span_writer.SpanWriter` of
 every span it falls in, which picks the frames to keep, resizes and JPEG-encodes them one at
-a time, handing out each segment as it is made; `encode` wraps it in the build cache
-(`cache.cached`), which stores a file per segment, so memory holds one segment's JPEG bytes,
-never a video's raw frames, and a resumed build reads back what it had encoded. `examples_of`
+a time, handing out each piece (an example of at most `segment_frames`) as it is made;
+`encode` wraps it in the build cache (`cache.cached`), which stores a file per piece, so
+memory holds one piece's JPEG bytes, never a video's raw frames, and a resumed build reads back what it had encoded. `examples_of`
 then reads the examples back for TFDS's writer. Every manifest line ends as examples or a
-skip record `{split, path, reason, where}` (`where`: its own `FILE:LINE`; `line_records`):
+skip `{split, path, reason, where}` (`where`: its own `FILE:LINE`; `line_findings`):
 each line of a bad video, a span that holds no frame; a span past the video's end, or
 damage, is a note of the same form. Like `video_io`, this module does not import TensorFlow.
 """
@@ -59,9 +59,9 @@ class Task:
     cache_root: str
     decoder_threads: int = 1
     parts: tuple[spans.Part, ...] = ()  # JSON Lines datasets: the video's examples-to-be
-    # The file as the plan found it: (size, mtime, ctime, content fingerprint); None: unknown.
+    # The file as `built_from` found it: (size, mtime, ctime, content fingerprint); None: unknown.
     identity: tuple | None = None
-    copy: int = 0  # tasks of the plan before this one with the same video content and spans
+    copy: int = 0  # tasks before this one with the same video content and spans
 
     @property
     def where(self) -> str:
@@ -72,8 +72,8 @@ class Task:
         """The manifest lines the task stores: one per part, or its one line."""
         return tuple(part.entry for part in self.parts) or (self.entry,)
 
-    def record(self, reason: str, line: manifest.Entry | None = None) -> dict:
-        """A skip record or a note: which video, why, and the manifest line (`FILE:LINE`)
+    def finding(self, reason: str, line: manifest.Entry | None = None) -> dict:
+        """A skip or a note: which video, why, and the manifest line (`FILE:LINE`)
         it is of (the task's first, unless `line` says)."""
         line = line or self.entry
         return {"split": self.split, "path": line.path, "reason": reason, "where": line.where}
@@ -81,8 +81,8 @@ class Task:
 
 @dataclasses.dataclass
 class Outcome:
-    """What one task produced: a cache entry of examples, or the video's skip record; maybe
-    the video's note (damage). `line_records` gives the records of each of its lines."""
+    """What one task produced: a cache entry of examples, or the video's skip; maybe
+    the video's note (damage). `line_findings` gives the findings of each of its lines."""
 
     task: Task
     entry: cache.Entry | None = None
@@ -99,9 +99,9 @@ def init_worker() -> None:
 
 
 def encode(task: Task) -> Outcome:
-    """The video's examples, from the cache or encoded into it; a bad video gives a skip record.
+    """The video's examples, from the cache or encoded into it; a bad video gives a skip.
 
-    Only a bad video is a skip record: a failure to write the cache (a full disk)
+    Only a bad video is a skip: a failure to write the cache (a full disk)
     raises, as it would be one for every video after it.
     """
     try:  # a resumed build opens no video it has already encoded
@@ -109,21 +109,21 @@ def encode(task: Task) -> Outcome:
             task.cache_root, lambda: _cache_key(task), lambda add: encode_video(task, add)
         )
     except video_io.VideoError as e:
-        return Outcome(task, skipped=task.record(str(e)))
+        return Outcome(task, skipped=task.finding(str(e)))
     damage = entry.summary["damage"]
     if damage and task.config.strict:
-        return Outcome(task, skipped=task.record(f"{damage} (strict build)"))
-    return Outcome(task, entry=entry, note=task.record(damage) if damage else None)
+        return Outcome(task, skipped=task.finding(f"{damage} (strict build)"))
+    return Outcome(task, entry=entry, note=task.finding(damage) if damage else None)
 
 
 def _cache_key(task: Task) -> str:
     """The task's cache key as its video file is now (its fingerprint read again only if the
-    file changed since the plan); OSError if the file cannot be found or read."""
+    file changed since the tasks were made); OSError if the file cannot be found or read."""
     return cache_key(task, file_identity.current(task.video_path, task.identity))
 
 
 def cache_key(task: Task, content: str | None = None) -> str:
-    """The cache key of a task: its video file's content (`content`; by default the plan's,
+    """The cache key of a task: its video file's content (`content`; by default `built_from`'s,
     else read now), the spans it stores, which copy of the same it is (`Task.copy`), the
     frame-shaping config. Not its path: videos move, and the entry holds only what the
     video gives (the label, name and FILE:LINE come from the task)."""
@@ -167,7 +167,7 @@ def resume_order(tasks: list[Task], hits: list[bool] | None = None) -> list[Task
 
 
 def _has_entry(task: Task) -> bool:
-    """Whether a video has a finished cache entry, by the plan's fingerprint (a task planned
+    """Whether a video has a finished cache entry, by `built_from`'s fingerprint (a task made
     without one: only a local file's, read now)."""
     planned = task.identity is not None and task.identity[3] is not None
     if not planned and is_remote(task.video_path):
@@ -179,7 +179,7 @@ def _has_entry(task: Task) -> bool:
 
 
 def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
-    """Decodes the task's video once and gives each example (segment) of each of its spans
+    """Decodes the task's video once and gives each example (piece) of each of its spans
     to `add` as it is made; returns the summary: the fields the video gives (not those the
     manifest gives: label and name come from the task when read back), each span's own
     (`parts`: None for a span with no frame), the damage, if any, and `notes`: [part,
@@ -230,7 +230,7 @@ def encode_video(task: Task, add: Callable[[dict], None]) -> dict:
 def _decode_spans(task: Task, video: video_io.Video, writers: list[SpanWriter]):
     """Pushes each decoded frame to the writers whose span it is in, one run of spans
     (`spans.ranges`) at a time; returns each writer's fields (`SpanWriter.finish`) and notes
-    on spans past the video's end or without a frame, as [part, reason] (`line_records` names
+    on spans past the video's end or without a frame, as [part, reason] (`line_findings` names
     their lines: a cached entry serves a moved or reordered manifest)."""
     summaries: list[dict | None] = [None] * len(writers)
     notes = []
@@ -269,8 +269,8 @@ def _span_note(part: spans.Part, video_end: float | None, summary: dict | None) 
 def examples_of(
     outcome: Outcome, start: int = 0, stop: int | None = None
 ) -> Iterator[tuple[str, dict]]:
-    """The (key, example) pairs of an outcome's cache entry, one segment in memory at a time;
-    only segments `start` to `stop` (all by default: a shard may hold part of a video).
+    """The (key, example) pairs of an outcome's cache entry, one piece in memory at a time;
+    only pieces `start` to `stop` (all by default: a shard may hold part of a video).
 
     A task with `parts` gives each part's examples its line's label, annotation features
     and span (`span_start`, `span_end`); one without gives exactly the fields of a text
@@ -308,11 +308,11 @@ def examples_of(
 # -- reporting -------------------------------------------------------------------
 
 
-def line_records(outcome: Outcome) -> tuple[list[dict], list[dict]]:
-    """The outcome's skip records and notes, each of one manifest line (`where`): a skipped
+def line_findings(outcome: Outcome) -> tuple[list[dict], list[dict]]:
+    """The outcome's skips and notes, each of one manifest line (`where`): a skipped
     video's for each of its lines, a span with no frame's for its own line; the video's note
-    (its damage, on its first line) and each clipped span's. A line without a skip record
-    has examples: examples' lines + skip records = the task's lines."""
+    (its damage, on its first line) and each clipped span's. A line without a skip
+    has examples: examples' lines + skips = the task's lines."""
     task = outcome.task
     if outcome.skipped:
         skipped = [{**outcome.skipped, "where": line.where} for line in task.lines]
@@ -321,21 +321,21 @@ def line_records(outcome: Outcome) -> tuple[list[dict], list[dict]]:
     parts = outcome.entry.summary["parts"] if outcome.entry else ()
     for part, reason in outcome.entry.summary["notes"] if outcome.entry else ():
         line = task.lines[part]
-        (notes if parts[part] else skipped).append(task.record(reason, line))
+        (notes if parts[part] else skipped).append(task.finding(reason, line))
     return skipped, notes
 
 
 def report(outcome: Outcome, strict: bool) -> Outcome:
     """Warns of each skipped or noted line; a strict build raises at the first skipped one."""
-    skipped, notes = line_records(outcome)
+    skipped, notes = line_findings(outcome)
     if skipped and strict:
-        record = skipped[0]
+        first = skipped[0]
         raise VideoBuildError(
-            f"{record['where']}: {record['path']}: {record['reason']} (strict build stops here)"
+            f"{first['where']}: {first['path']}: {first['reason']} (strict build stops here)"
         )
-    for kind, records in (("Skipping", skipped), ("Keeping", notes)):
-        for record in records:
-            _warn(f"{kind} {record['where']}: {record['path']}: {record['reason']}")
+    for kind, findings in (("Skipping", skipped), ("Keeping", notes)):
+        for finding in findings:
+            _warn(f"{kind} {finding['where']}: {finding['path']}: {finding['reason']}")
     return outcome
 
 
@@ -344,8 +344,8 @@ def _warn(text: str) -> None:
     progress.write(f"WARNING: {text}")
 
 
-def records_of(outcome: Outcome) -> list[str]:
-    """The outcome's `line_records` as JSON lines tagged by kind (for Beam)."""
-    skipped, notes = line_records(outcome)
+def findings_of(outcome: Outcome) -> list[str]:
+    """The outcome's `line_findings` as JSON lines tagged by kind (for Beam)."""
+    skipped, notes = line_findings(outcome)
     tagged = [("skipped", r) for r in skipped] + [("notes", r) for r in notes]
-    return [json.dumps({"kind": kind, **record}) for kind, record in tagged]
+    return [json.dumps({"kind": kind, **finding}) for kind, finding in tagged]

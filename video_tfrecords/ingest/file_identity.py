@@ -11,7 +11,7 @@ header and cues; AVI's `hdrl` and `idx1`), which list every frame's size and pla
 another video, a re-encode or a cut one has another fingerprint; a copy has the same.
 
 Reading costs three reads a file, so `identities` reads only the files it cannot vouch for:
-one at the path, size and times an earlier record (`known`) found takes that record's
+one at the path, size and times an earlier `built_from` (`known`) found takes its
 fingerprint. Every write through the file system changes those times (even one that then
 puts the modification time back changes the status-change time, which no program can set),
 and an object in a bucket gets a new time whenever it is written.
@@ -95,7 +95,7 @@ def _content(found: tuple, known: tuple | None, read: bool = True) -> str | None
 
 def current(path: str, planned: tuple | None) -> str:
     """The fingerprint of the file at `path` now, for the cache key of a video about to be
-    encoded: the plan's (`planned`: size, mtime, ctime, fingerprint) if its stat is the same,
+    encoded: `built_from`'s (`planned`: size, mtime, ctime, fingerprint) if its stat is the same,
     else read again (the file changed since). OSError if it cannot be found or read."""
     found = stat(path)
     if found[1] is None:
@@ -106,7 +106,7 @@ def current(path: str, planned: tuple | None) -> str:
 
 def identities(files: Sequence[str], known: Mapping[str, tuple] | None = None) -> list[tuple]:
     """`identity` of each file, `known` giving (size, mtime, ctime, fingerprint) by resolved
-    path (an earlier record's). Stats in this thread while they answer fast (a local disk,
+    path (an earlier `built_from`'s). Stats in this thread while they answer fast (a local disk,
     where threads would only contend for the GIL), in STAT_THREADS threads once they do not
     (a network file system answers in parallel); the files not vouched for are read in
     threads (reading and hashing release the GIL)."""

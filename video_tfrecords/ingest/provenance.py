@@ -1,15 +1,15 @@
 """What a build is made from, written beside its dataset_info.json: how a rebuild knows that
 the dataset it finds was built from the same inputs, and says what changed when it was not.
 
-`collect` records, cheaply, every input that decides the stored examples: each split's
+`collect` notes, cheaply, every input that decides the stored examples: each split's
 manifest (its content hash, line count, and every video line: line, path, label, the resolved
 file, that file's size and times and its content's fingerprint, `file_identity`), the class
 names (and labels.txt's hash), the config's fields, the manual dir and the encoding's format.
-A file that an earlier record (`previous`) found at the same path, size and times keeps that
-record's fingerprint: one stat a video, and reads only of new, moved or changed files.
+A file that an earlier `built_from` (`previous`) found at the same path, size and times keeps
+its fingerprint: one stat a video, and reads only of new, moved or changed files.
 `write` puts it in `built_from.json` (plain JSON, one video a line: readable without
 TensorFlow, or by eye), `read` (`records.built_from`'s, its one reader) gets it back, its
-video lines by name. `changes.differences` compares two records.
+video lines by name. `changes.differences` compares two.
 """
 
 from __future__ import annotations
@@ -23,10 +23,15 @@ from collections.abc import Mapping, Sequence
 from etils import epath
 
 from video_tfrecords.ingest import file_identity, manifest
-from video_tfrecords.records.built_from import FILE, VideoLine, video_lines
-from video_tfrecords.records.built_from import read  # noqa: F401  (the build reads it as ours)
+from video_tfrecords.records.built_from import (
+    FILE,
+    VideoLine,
+    read,  # noqa: F401  (the build reads it as ours)
+    video_lines,
+)
 from video_tfrecords.util.paths import is_remote
-# Of this record's layout. 2: each video's ctime and content fingerprint (`file_identity`).
+
+# Of built_from.json's layout. 2: each video's ctime and content fingerprint (`file_identity`).
 FORMAT = 2
 # How the stored frames are made: a prepared dataset of another is stale. (Bump with a change
 # of what a build stores for the same inputs, not with the cache's layout, cache.FORMAT.)
@@ -52,20 +57,21 @@ def resolve(manual_dir: str, path: str) -> str:
     return os.path.abspath(os.path.join(manual_dir, path))
 
 
-def known_files(record: Mapping | None) -> dict[str, tuple]:
-    """Resolved file -> (size, mtime, ctime, content) as `record` found each (none for a record
+def known_files(built_from: Mapping | None) -> dict[str, tuple]:
+    """Resolved file -> (size, mtime, ctime, content) as `built_from` found each (none for one
     without content fingerprints, an earlier layout's)."""
-    if not record or record.get("format", 1) < 2:
+    if not built_from or built_from.get("format", 1) < 2:
         return {}
-    return {v.file: v.identity for split in record["splits"].values() for v in video_lines(split)}
+    splits = built_from["splits"].values()
+    return {v.file: v.identity for split in splits for v in video_lines(split)}
 
 
-def files_by_path(record: Mapping) -> dict[str, dict[str, tuple]]:
+def files_by_path(built_from: Mapping) -> dict[str, dict[str, tuple]]:
     """Split -> video path as written -> (resolved file, size, mtime, ctime, content), as the
-    record found it."""
+    `built_from` found it."""
     return {
         split: {v.path: (v.file, *v.identity) for v in video_lines(info)}
-        for split, info in record["splits"].items()
+        for split, info in built_from["splits"].items()
     }
 
 
@@ -78,7 +84,7 @@ def _annotation(entry: manifest.Entry) -> dict | None:
     return json.loads(json.dumps(fields))
 
 
-def _file_record(path: epath.Path) -> dict:
+def _file_identity(path: epath.Path) -> dict:
     data = path.read_bytes()
     return {
         "file": str(path),
@@ -87,7 +93,7 @@ def _file_record(path: epath.Path) -> dict:
     }
 
 
-def config_record(config) -> dict:
+def config_fields(config) -> dict:
     """Every field of a VideoConfig (a dataclass), as JSON gives it back (tuples as lists)."""
     fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
     fields["version"] = str(fields["version"]) if fields["version"] is not None else None
@@ -98,16 +104,16 @@ def config_record(config) -> dict:
 def collect(
     manual_dir: epath.PathLike, dataset: manifest.Dataset, config, previous: Mapping | None = None
 ) -> dict:
-    """The record of what a build of `dataset` (read from `manual_dir`) under `config` makes its
-    examples from: a stat per video, and its content's fingerprint, from `previous` (an earlier
-    record) for a file found as it found it, else read (`file_identity.identities`)."""
+    """The `built_from` of a build of `dataset` (read from `manual_dir`) under `config`: what
+    makes its examples, a stat per video, and its content's fingerprint, from `previous` (an
+    earlier `built_from`) for a file found as it found it, else read (`file_identity.identities`)."""
     folder = absolute(manual_dir)
     files = [resolve(folder, e.path) for entries in dataset.splits.values() for e in entries]
     found = iter(file_identity.identities(files, known_files(previous)))
     manual_dir = epath.Path(manual_dir)
     splits = {}
     for split, entries in dataset.splits.items():
-        file = _file_record(epath.Path(entries[0].manifest))
+        file = _file_identity(epath.Path(entries[0].manifest))
         videos = [
             list(VideoLine(e.line, e.path, e.label, _annotation(e), *next(found))) for e in entries
         ]
@@ -117,18 +123,18 @@ def collect(
         "format": FORMAT,
         "encoding_format": FRAMES_FORMAT,
         "manual_dir": folder,
-        "config": config_record(config),
-        "labels_file": _file_record(labels_path) if labels_path.exists() else None,
+        "config": config_fields(config),
+        "labels_file": _file_identity(labels_path) if labels_path.exists() else None,
         "class_names": list(dataset.class_names),
         "splits": splits,
     }
 
 
-def write(folder: epath.PathLike, record: Mapping) -> None:
-    """Writes `record` as folder/built_from.json: the top level indented, one video a line."""
+def write(folder: epath.PathLike, built_from: Mapping) -> None:
+    """Writes `built_from` as folder/built_from.json: the top level indented, one video a line."""
     parts = ["{"]
-    for i, (key, value) in enumerate(record.items()):
-        end = "," if i + 1 < len(record) else ""
+    for i, (key, value) in enumerate(built_from.items()):
+        end = "," if i + 1 < len(built_from) else ""
         if key != "splits":
             parts.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}{end}")
             continue
@@ -189,7 +195,7 @@ def up_to_date_line(dataset: str, folder: str, examples: int) -> str:
 
 
 def unknown_line(dataset: str, folder: str, overwrite: str) -> str:
-    """The warning of a build that finds a dataset without a record (built before records were
+    """The warning of a build that finds a dataset without one (built before they were
     kept): reused, as it cannot be compared."""
     return (
         f"WARNING: {dataset} in {folder} has no {FILE} (built before video_tfrecords recorded "

@@ -1,13 +1,13 @@
-"""One build's plan and records: the seam every engine (local, Beam, Spark) builds through.
+"""One build's tasks and findings: the seam every engine (local, Beam, Spark) builds through.
 
-`BuildRun.plan` turns the manual dir's manifests into one `encoding.Task` per video of a split
-(one per line of a text manifest; a JSON Lines manifest's spans of a video share one);
-an engine encodes them its own way and hands each `encoding.Outcome` to `record`;
-`check_records` closes the records (skip records and notes, in `info.metadata`);
+`BuildRun.encoding_tasks` turns the manual dir's manifests into one `encoding.Task` per video
+of a split (one per line of a text manifest; a JSON Lines manifest's spans of a video share
+one); an engine encodes them its own way and hands each `encoding.Outcome` to `take`;
+`check_findings` closes the findings (each line's skip or note, in `info.metadata`);
 `summary` is what the user reads at the end, and `remove_cache` the clean-up after it.
-`built_from` is what the plan read (`provenance.collect`), which the engine writes beside
-the dataset; `check_prepared` compares it with the record of a dataset already prepared
-(`changes`). A task's video is known by its content (`file_identity`), so the cache serves
+`built_from` is what the tasks were read from (`provenance.collect`), which the engine writes
+beside the dataset; `check_prepared` compares it with the `built_from` of a dataset already
+prepared (`changes`). A task's video is known by its content (`file_identity`), so the cache serves
 the same videos moved elsewhere.
 """
 
@@ -19,7 +19,14 @@ from collections.abc import Mapping
 from etils import epath
 
 from video_tfrecords.ingest import (
-    cache, changes, encoding, manifest, progress, provenance, spans, summary,
+    cache,
+    changes,
+    encoding,
+    manifest,
+    progress,
+    provenance,
+    spans,
+    summary,
 )
 from video_tfrecords.records import schema
 from video_tfrecords.util.text import plural
@@ -53,7 +60,7 @@ class ManualDirError(FileNotFoundError):
 
 def manifest_kinds(manual_dir: epath.PathLike) -> frozenset[str] | None:
     """The annotation kinds the manifests of `manual_dir` give (`spans.feature_kinds`), which
-    decide the stored features; None when they cannot be read (`plan` then says why)."""
+    decide the stored features; None when they cannot be read (`encoding_tasks` then says why)."""
     try:
         dataset = manifest.read_dataset(epath.Path(manual_dir))
     except (FileNotFoundError, manifest.ManifestError):
@@ -63,33 +70,33 @@ def manifest_kinds(manual_dir: epath.PathLike) -> frozenset[str] | None:
 
 class BuildRun:
     """A build of one config: its tasks by split, where its encoded videos are cached, and the
-    skip records and notes it keeps in the dataset's `metadata` (TFDS's `info.metadata`)."""
+    findings (skips and notes) it keeps in the dataset's `metadata` (TFDS's `info.metadata`)."""
 
     def __init__(self, info, config, previous: Mapping | None = None) -> None:
         """`info`: the builder's `tfds.core.DatasetInfo` (class names, metadata); `config`:
-        its `VideoConfig`; `previous`: the record of the dataset this build replaces, if any
+        its `VideoConfig`; `previous`: the `built_from` of the dataset this build replaces, if any
         (`provenance.read`): its videos found as it found them are not read again."""
         self.info, self.config, self.previous = info, config, previous
-        self.cache_dir: epath.Path | None = None  # set by `plan`: nothing is built before
+        self.cache_dir: epath.Path | None = None  # set by `encoding_tasks`: nothing is built before
         self.videos_per_split: dict[str, int] = {}
         self.lines_per_split: dict[str, int] = {}  # manifest lines (spans of a video each one)
         self.tasks: dict[str, list[encoding.Task]] = {}
-        self.built_from: dict | None = None  # what the plan read (provenance.collect)
-        self.encoded = {"encoded": 0, "read back": 0}  # videos, as `record` saw them
+        self.built_from: dict | None = None  # what the tasks were read from (provenance.collect)
+        self.encoded = {"encoded": 0, "read back": 0}  # videos, as `take` saw them
         self._inputs = None  # (manual dir, its manifests, built_from), read once
 
     @property
     def metadata(self):
         return self.info.metadata
 
-    def plan(
+    def encoding_tasks(
         self, manual_dir: epath.PathLike, download_dir: epath.PathLike, decoder_threads: int = 1
     ) -> dict[str, list[encoding.Task]]:
         """One `encoding.Task` per video of a split, in manifest order: a text manifest's
         line, or with JSON Lines annotations one `spans.Part` per line naming the video.
 
-        Reads and checks every manifest, sets the class names, empties the skip records
-        and notes; the encoding cache goes under `download_dir` (TFDS's download dir).
+        Reads and checks every manifest, sets the class names, empties the findings (skips
+        and notes); the encoding cache goes under `download_dir` (TFDS's download dir).
         The info's features must store the annotations the manifests give
         (`schema.features(config, manifest_kinds(manual_dir))`).
         """
@@ -140,7 +147,7 @@ class BuildRun:
         return notes
 
     def read_inputs(self, manual_dir: epath.PathLike) -> tuple[manifest.Dataset, dict]:
-        """The manual dir's checked manifests, and the record of what a build of them under
+        """The manual dir's checked manifests, and the `built_from` of what a build of them under
         this config is made from (a stat a video, and a read of each one `previous` did not
         find as it is); read once."""
         manual_dir = epath.Path(manual_dir)
@@ -149,8 +156,8 @@ class BuildRun:
                 dataset = manifest.read_dataset(manual_dir)
             except FileNotFoundError as e:
                 raise ManualDirError(f"{e}\n\n{MANUAL_INSTRUCTIONS}") from None
-            record = provenance.collect(manual_dir, dataset, self.config, self.previous)
-            self._inputs = (str(manual_dir), dataset, record)
+            built_from = provenance.collect(manual_dir, dataset, self.config, self.previous)
+            self._inputs = (str(manual_dir), dataset, built_from)
         return self._inputs[1], self._inputs[2]
 
     def check_prepared(
@@ -158,11 +165,11 @@ class BuildRun:
     ) -> tuple[str, bool]:
         """For the dataset prepared in `dataset_dir` (whose info `info` is): the line(s) to
         print and whether it is a warning: up to date with the inputs of `manual_dir` (and
-        what moved, if the videos did), or (built before records were kept) unchecked.
+        what moved, if the videos did), or (built before `built_from.json` was kept) unchecked.
         `provenance.StaleDatasetError`, naming what changed and the `ways` on, if they
         differ. Reads manifests, stats videos and reads those moved or touched only.
 
-        Up to date with inputs that moved or were touched, the dataset's record is brought
+        Up to date with inputs that moved or were touched, the dataset's `built_from` is brought
         up to date (where they are now), so the next check reads no video again."""
         folder, name = str(dataset_dir), self.info.full_name
         old = provenance.read(folder)
@@ -203,7 +210,7 @@ class BuildRun:
 
     def _task(self, split, group, dataset, kinds, files, decoder_threads, copies):
         """The task of one video of a split: `group`, the entries naming it; `files`: each
-        video path's (file, size, mtime, ctime, content), as the record found them; `copies`
+        video path's (file, size, mtime, ctime, content), as `built_from` found them; `copies`
         counts the tasks of the same content and spans so far (each gets a cache entry)."""
         parts = tuple(spans.part_of(e, dataset.ids, kinds) for e in group) if kinds else ()
         file, *identity = files[group[0].path]
@@ -222,26 +229,26 @@ class BuildRun:
             copy=copies[same] - 1,
         )
 
-    def record(self, outcome: encoding.Outcome) -> None:
-        """Keeps the skip record of each of the outcome's lines that gives no example, and its
-        notes (`encoding.line_records`); counts the videos encoded or read back."""
+    def take(self, outcome: encoding.Outcome) -> None:
+        """Keeps the skip of each of the outcome's lines that gives no example, and its
+        notes (`encoding.line_findings`); counts the videos encoded or read back."""
         if outcome.entry is not None:
             self.encoded["read back" if outcome.entry.reused else "encoded"] += 1
-        skipped, notes = encoding.line_records(outcome)
+        skipped, notes = encoding.line_findings(outcome)
         self.metadata["skipped"].extend(skipped)
         self.metadata["notes"].extend(notes)
 
-    def record_all(self, records: list[dict]) -> None:
-        """Keeps records written as `encoding.records_of` tags them (a Beam build's)."""
-        for record in records:
-            record = dict(record)
-            self.metadata[record.pop("kind")].append(record)
+    def take_findings(self, findings: list[dict]) -> None:
+        """Keeps findings written as `encoding.findings_of` tags them (a Beam build's)."""
+        for finding in findings:
+            finding = dict(finding)
+            self.metadata[finding.pop("kind")].append(finding)
 
-    def check_records(self, splits) -> None:
-        """Sorts the records by split, path and line (whatever order the videos were done in);
+    def check_findings(self, splits) -> None:
+        """Sorts the findings by split, path and line (whatever order the videos were done in);
         fails a split where no line gave an example (the skips were warned of one by one)."""
         for kind in ("skipped", "notes"):
-            self.metadata[kind].sort(key=_record_order)
+            self.metadata[kind].sort(key=_finding_order)
         for split in splits:
             skipped = [s for s in self.metadata["skipped"] if s["split"] == split]
             if len(skipped) == self.lines_per_split[split]:
@@ -300,7 +307,7 @@ def _lines(lines: list[manifest.Entry]) -> str:
     return lines[0].where + more
 
 
-def _record_order(record: dict) -> tuple:
-    """A skip record's or note's place: by split, path, manifest and line number."""
-    manifest_file, _, line = record.get("where", "").rpartition(":")
-    return record["split"], record["path"], manifest_file, int(line) if line.isdigit() else 0
+def _finding_order(finding: dict) -> tuple:
+    """A skip's or note's place: by split, path, manifest and line number."""
+    manifest_file, _, line = finding.get("where", "").rpartition(":")
+    return finding["split"], finding["path"], manifest_file, int(line) if line.isdigit() else 0

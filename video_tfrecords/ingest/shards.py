@@ -1,11 +1,11 @@
-"""A split's shards for a distributed build: planned by TFDS's rule, written whole or not at all.
+"""A split's shards for a distributed build: assigned by TFDS's rule, written whole or not at all.
 
-Any engine can use it. The driver plans (`plan`) from the encoded videos' cache
+Any engine can use it. The driver assigns (`assign`) from the encoded videos' cache
 entries: the videos in a fixed pseudo-random order (a hash of split and path, so
 that a shard does not hold one class), as many shards as TFDS's writer would make
 (`ShardConfig.get_number_shards` of the `DownloadConfig`, on the examples' sizes
 in the cache), cut where TFDS cuts (`boundaries`: an equal number of examples
-each; a video's segments stay in order, across shards if need be). A task then
+each; a video's pieces stay in order, across shards if need be). A task then
 writes one shard (`write`): each example built by `encoding.examples_of` and
 serialized by TFDS's own serializer (`features.serialize_example`) into a file of
 its own attempt beside the dataset folder, renamed into place only once it is
@@ -35,12 +35,12 @@ from video_tfrecords.ingest import cache, encoding
 from video_tfrecords.records.tfrecord_shard import write_tfrecord
 
 Video = tuple[encoding.Task, cache.Entry]
-Part = tuple[encoding.Task, cache.Entry, int, int]  # a video's segments start to stop
+Part = tuple[encoding.Task, cache.Entry, int, int]  # a video's pieces start to stop
 
 
 @dataclasses.dataclass(frozen=True)
 class ShardJob:
-    """One shard to write: its videos' segments, in order, and where it goes."""
+    """One shard to write: its videos' pieces, in order, and where it goes."""
 
     split: str
     index: int
@@ -72,7 +72,7 @@ def boundaries(num_examples: int, num_shards: int) -> list[int]:
     return list(shard_utils.get_shard_boundaries(num_examples, num_shards))
 
 
-def plan(
+def assign(
     split: str,
     videos: Sequence[Video],
     *,
@@ -95,7 +95,7 @@ def plan(
     shard, done = 0, 0  # examples before the current video
     for task, entry in videos:
         start = 0
-        while start < len(entry.files):  # a long video's segments may fill several shards
+        while start < len(entry.files):  # a long video's pieces may fill several shards
             while done + start >= ends[shard]:
                 shard += 1
             stop = min(len(entry.files), ends[shard] - done)

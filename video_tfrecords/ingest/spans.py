@@ -5,7 +5,7 @@ A JSON Lines manifest may name one video on several lines (ActivityNet's segment
 video, say), each with its own span; a split's lines of one video become one build task with
 one `Part` per line, and the task decodes the video once, from the keyframe before each run
 of spans to the run's end (`ranges`). The annotation features of a part (`part_features`) are
-fixed here, at plan time, from the manifest alone: the stored frames never change them.
+fixed here, when the tasks are made, from the manifest alone: the stored frames never change them.
 """
 
 from __future__ import annotations

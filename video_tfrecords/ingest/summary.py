@@ -29,7 +29,7 @@ def build_summary(
     cache: Sequence[str] = (),
 ) -> str:
     """Lines: per split, the manifest lines that gave examples of those listed (and the
-    videos they name), examples written, lines skipped (a skip record each: the two add up
+    videos they name), examples written, lines skipped (a skip each: the two add up
     to the lines listed) and notes; `cache`, what the build read back and kept; where the
     records of the skips and notes are."""
     lines = [f"{name}: built from your manifests."]

@@ -2,7 +2,7 @@
 it): the one reader of it, for a rebuild (which compares) and for readers
 (`ClipSource.built_from`), and its video lines by name (`VideoLine`).
 
-Per split, the manifest and one list per video line, in `VideoLine`'s order; a record of
+Per split, the manifest and one list per video line, in `VideoLine`'s order; one of
 format 1 has no `ctime` and `content`.
 """
 
@@ -43,7 +43,7 @@ class VideoLine(NamedTuple):
 
 
 FIELDS = VideoLine._fields
-FIELDS_1 = FIELDS[: FIELDS.index("ctime")]  # a record of format 1's video line
+FIELDS_1 = FIELDS[: FIELDS.index("ctime")]  # format 1's video line
 
 
 def video_lines(split: dict) -> list[VideoLine]:
@@ -52,8 +52,8 @@ def video_lines(split: dict) -> list[VideoLine]:
 
 
 def read(folder) -> dict | None:
-    """The record of the dataset in `folder` (a local path or a URL), None if it has none
-    (built before records were kept, or by other means); CorruptRecordError naming the file
+    """The `built_from` of the dataset in `folder` (a local path or a URL), None if it has none
+    (built before it was kept, or by other means); CorruptRecordError naming the file
     if it is not one."""
     path = os.path.join(os.fspath(folder), FILE)
     try:

@@ -205,7 +205,7 @@ def read_info(dataset_dir: str) -> dict:
 
 
 def read_metadata(dataset_dir: str) -> dict:
-    """The dataset's metadata.json (the build's skip records and notes: lists of {split, path,
+    """The dataset's metadata.json (the build's skips and notes: lists of {split, path,
     reason}, each a string); empty for a dataset without one."""
     path = os.path.join(dataset_dir, "metadata.json")
     try:

@@ -1,6 +1,6 @@
 """A split's stored examples as a clip reader needs them, without TensorFlow.
 
-`SplitExamples` reads record i (`shard_reader`), parses it (`example_parser`), checks it by
+`SplitExamples` reads record i (`split_reader`), parses it (`example_parser`), checks it by
 the dataset's checksum policy, and hands out a `StoredExample`: the frames as views into the
 record (each checked as it is read), what a clip reads besides them (`schema.clip_inputs`),
 the content fingerprint seeded clips are keyed on, and the other scalar features.
@@ -20,7 +20,7 @@ from video_tfrecords.records import (
     example_parser,
     example_values,
     schema,
-    shard_reader,
+    split_reader,
 )
 from video_tfrecords.records.checksums import CheckedFrames, CorruptRecordError
 
@@ -71,7 +71,7 @@ class SplitExamples:
             and shards.file_format == "tfrecord"
             and not check_records
         )
-        self.reader = shard_reader.SplitReader(shards, check_records=not self.frame_checks)
+        self.reader = split_reader.SplitReader(shards, check_records=not self.frame_checks)
         self.scalars = {
             name: feature
             for name, feature in self.features.items()

@@ -82,7 +82,7 @@ _WHERE = re.compile(r"^(\S+:\d+): ")
 
 
 def problem_kind(record: dict) -> tuple[str, list[str]]:
-    """(kind, FILE:LINEs) of a skip record or note: its reasons ('; '-separated) without their
+    """(kind, FILE:LINEs) of a skip or note: its reasons ('; '-separated) without their
     FILE:LINE, numbers as N ('3 packets with decode errors' and '1 packet with decode errors'
     are one kind), each kind once; and the FILE:LINEs named (its "where", then its reasons')."""
     places = [record["where"]] if record.get("where") else []

@@ -1,7 +1,7 @@
 """What a record stores beyond ClipSource's output: its frames' times, count and size, its
 labels with their segments, its span, and every scalar feature it stores.
 
-Read with the package's TF-free record readers (`shard_reader`, `example_parser`)
+Read with the package's TF-free record readers (`split_reader`, `example_parser`)
 from the files TFDS wrote; each record's CRC32C is checked as it is read.
 """
 
@@ -17,7 +17,7 @@ from video_tfrecords.records import (
     example_parser,
     example_values,
     schema,
-    shard_reader,
+    split_reader,
 )
 from video_tfrecords.util.errors import CorruptRecordError
 
@@ -65,7 +65,7 @@ class SplitRecords:
 
     def __init__(self, dataset_dir: str, split: str):
         self.split = split
-        self.reader = shard_reader.SplitReader(dataset_files.split_shards(dataset_dir, split))
+        self.reader = split_reader.SplitReader(dataset_files.split_shards(dataset_dir, split))
         features = dataset_files.read_features(dataset_dir)
         self.kinds = schema.annotation_kinds(features)
         self.scalars = {name: f for name, f in features.items() if f.is_scalar}

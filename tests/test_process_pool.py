@@ -1,4 +1,4 @@
-"""parallel.ordered_map: order, bounded work in flight, and a worker's death costing one item."""
+"""process_pool.ordered_map: order, bounded work in flight, and a worker's death costing one item."""
 
 import os
 import signal
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from video_tfrecords.engines import parallel
+from video_tfrecords.engines import process_pool
 
 
 def square_or_die(item):
@@ -26,18 +26,18 @@ def fail_on_three(item):
 
 
 def dead(item, exitcode):
-    return ("dead", item, parallel.death_reason(exitcode))
+    return ("dead", item, process_pool.death_reason(exitcode))
 
 
 @pytest.mark.parametrize("num_workers", [1, 2])
 def test_results_come_in_input_order(num_workers):
-    results = parallel.ordered_map(square_or_die, range(20), num_workers=num_workers, on_death=dead)
+    results = process_pool.ordered_map(square_or_die, range(20), num_workers=num_workers, on_death=dead)
     assert list(results) == [i * i for i in range(20)]
 
 
 def test_a_worker_that_dies_costs_only_its_own_item():
     items = [1, 2, -5, 3, 4, 5, 6, -7, 8]
-    results = list(parallel.ordered_map(square_or_die, items, num_workers=2, on_death=dead))
+    results = list(process_pool.ordered_map(square_or_die, items, num_workers=2, on_death=dead))
     assert results == [
         1,
         4,
@@ -55,7 +55,7 @@ def test_a_pool_that_breaks_while_the_caller_holds_a_result_loses_nothing():
     # The caller is slow with the first result, so the worker running -2 is dead and
     # the pool broken before the next item is submitted (submit itself then fails).
     items = [1, -2, 3, 4, 5, 6, 7]
-    results = parallel.ordered_map(square_or_die, items, num_workers=2, on_death=dead)
+    results = process_pool.ordered_map(square_or_die, items, num_workers=2, on_death=dead)
     first = next(results)
     time.sleep(3)
     assert [first, *results] == [1, ("dead", -2, "worker died (signal 9)"), 9, 16, 25, 36, 49]
@@ -69,7 +69,7 @@ def test_a_failing_initializer_fails_the_map_instead_of_killing_every_item():
     # Reported as worker deaths, it would turn every item into an on_death record.
     with pytest.raises(RuntimeError, match="the initializer failed"):
         list(
-            parallel.ordered_map(
+            process_pool.ordered_map(
                 square_or_die,
                 [1, 2, 3],
                 num_workers=2,
@@ -81,7 +81,7 @@ def test_a_failing_initializer_fails_the_map_instead_of_killing_every_item():
 
 def test_an_exception_in_a_worker_reaches_the_caller():
     with pytest.raises(ValueError, match="three"):
-        list(parallel.ordered_map(fail_on_three, range(6), num_workers=2, on_death=dead))
+        list(process_pool.ordered_map(fail_on_three, range(6), num_workers=2, on_death=dead))
 
 
 def test_items_are_pulled_lazily_at_most_two_per_worker_ahead():
@@ -92,7 +92,7 @@ def test_items_are_pulled_lazily_at_most_two_per_worker_ahead():
             pulled.append(i)
             yield i
 
-    results = parallel.ordered_map(square_or_die, items(), num_workers=2, on_death=dead)
+    results = process_pool.ordered_map(square_or_die, items(), num_workers=2, on_death=dead)
     assert next(results) == 0
     assert len(pulled) <= 5  # 4 in flight, plus the one that found the queue full
     results.close()
@@ -122,10 +122,10 @@ def test_workers_end_when_the_build_process_is_killed(tmp_path):
         f"""
         import sys
         sys.path.insert(0, {os.path.dirname(__file__)!r})
-        from test_parallel import sleep_and_report, dead
-        from video_tfrecords.engines import parallel
+        from test_process_pool import sleep_and_report, dead
+        from video_tfrecords.engines import process_pool
         items = [({str(tmp_path)!r}, i) for i in range(4)]
-        list(parallel.ordered_map(sleep_and_report, items, num_workers=2, on_death=dead))
+        list(process_pool.ordered_map(sleep_and_report, items, num_workers=2, on_death=dead))
         """
     )
     build = subprocess.Popen([sys.executable, "-c", script])
@@ -158,11 +158,11 @@ def test_ctrl_c_stops_busy_and_idle_workers_without_tracebacks(tmp_path):
         f"""
         import sys
         sys.path.insert(0, {os.path.dirname(__file__)!r})
-        from test_parallel import mark_then_sleep, dead
-        from video_tfrecords.engines import parallel
+        from test_process_pool import mark_then_sleep, dead
+        from video_tfrecords.engines import process_pool
         items = [({str(tmp_path)!r}, 0, 60), ({str(tmp_path)!r}, 1, 0)]
         try:
-            list(parallel.ordered_map(mark_then_sleep, items, num_workers=2, on_death=dead))
+            list(process_pool.ordered_map(mark_then_sleep, items, num_workers=2, on_death=dead))
         except KeyboardInterrupt:
             print("interrupted")
         """

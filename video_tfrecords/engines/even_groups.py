@@ -4,7 +4,7 @@ An engine (Spark, or any other) runs one group per task, so a group's size is
 how long its task takes. Videos go largest first, each to the group holding the
 fewest bytes so far (longest-processing-time first): the groups end within one
 video of each other, and as an engine starts tasks in group order, the longest
-videos start first. Sizes are those the build's record of its inputs found
+videos start first. Sizes are those `built_from` found
 (`provenance.collect`, one stat a video, remote ones too); videos of size 0
 (missing) go round-robin.
 """

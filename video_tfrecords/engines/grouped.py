@@ -7,14 +7,14 @@ in `engines/spark.py`; Ray's or Dask's would be a few lines too. Everything else
 here, in `engines.prepare` (the steps every build takes, the builder's too) and in
 `ingest.run.BuildRun`, the seam the local and Beam engines build through too:
 
-1. `BuildRun.plan` reads the manifests into one `encoding.Task` per video (as the
-   local and Beam builds do), `spread` groups them by file size.
+1. `BuildRun.encoding_tasks` reads the manifests into one `encoding.Task` per video (as the
+   local and Beam builds do), `even_groups` groups them by file size.
 2. Tasks run `encode_group`: `encoding.encode` for each video, through the
    encoding cache in the data dir (shared by every worker: a killed job's rerun
-   reads back what it had encoded). Each video's cache entry, skip record or
+   reads back what it had encoded). Each video's cache entry, skip or
    note comes back to the driver, which checks that every video came back
-   exactly once and keeps the records in `info.metadata` (`BuildRun.record`).
-3. `shards.plan` cuts each split into shards; tasks run `write_group`, each
+   exactly once and keeps the findings in `info.metadata` (`BuildRun.take`).
+3. `shards.assign` cuts each split into shards; tasks run `write_group`, each
    shard written whole under a name of its own and then renamed into the
    dataset folder being built (`incomplete.spark_VERSION`, which TFDS's readers
    skip).
@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 import tensorflow_datasets as tfds
 from etils import epath
 
-from video_tfrecords.engines import spread
+from video_tfrecords.engines import even_groups
 from video_tfrecords.engines.prepare import prepare
 from video_tfrecords.ingest import cache, encoding, provenance, shards
 from video_tfrecords.ingest.run import BuildRun
@@ -86,7 +86,7 @@ def _encode_marked(task: encoding.Task) -> encoding.Outcome:
     mark = _mark(task)
     if mark.exists():
         return encoding.Outcome(
-            task, skipped=task.record("worker died (its task died twice while encoding it)")
+            task, skipped=task.finding("worker died (its task died twice while encoding it)")
         )
     mark.parent.mkdir(parents=True, exist_ok=True)
     mark.write_text("started")
@@ -134,7 +134,7 @@ def _write(builder, run, manual_dir, data_dir, map_groups, cores, download_confi
     """The engine's build: every video encoded, each split's shards written, the dataset
     folder renamed into place whole; the examples written per split."""
     final = epath.Path(builder.data_path)
-    tasks, groups = plan(run, manual_dir, data_dir, cores)
+    tasks, groups = tasks_in_groups(run, manual_dir, data_dir, cores)
     encoded = _encode(tasks, groups, map_groups)
     outcomes = {split: [None] * len(split_tasks) for split, split_tasks in tasks.items()}
     for result in encoded:
@@ -144,8 +144,8 @@ def _write(builder, run, manual_dir, data_dir, map_groups, cores, download_confi
     for split_outcomes in outcomes.values():
         for outcome in split_outcomes:  # in manifest order, as a local build reports them
             encoding.report(outcome, builder.build_config.strict)
-            run.record(outcome)
-    run.check_records(list(tasks))
+            run.take(outcome)
+    run.check_findings(list(tasks))
     staging = final.parent / f"{STAGING}{final.name}"
     attempts = final.parent / f"{ATTEMPTS}{final.name}"
     for folder in (staging, attempts):
@@ -153,7 +153,7 @@ def _write(builder, run, manual_dir, data_dir, map_groups, cores, download_confi
         folder.mkdir(parents=True)
     file_format = tfds.core.FileFormat(builder.info.file_format or "tfrecord")
     jobs = {
-        split: shards.plan(
+        split: shards.assign(
             split,
             [(o.task, o.entry) for o in split_outcomes if o.entry is not None],
             download_config=download_config,
@@ -187,21 +187,21 @@ def _write(builder, run, manual_dir, data_dir, map_groups, cores, download_confi
     return {info.name: info.num_examples for info in infos}
 
 
-def plan(
+def tasks_in_groups(
     run: BuildRun,
     manual_dir: epath.PathLike,
     data_dir: epath.PathLike,
     cores: int,
 ) -> tuple[dict[str, list[encoding.Task]], list[list[Item]]]:
-    """The driver's plan: one task per manifest line, by split (`run.plan`, its cache in
+    """The driver's tasks: one per video, by split (`run.encoding_tasks`, its cache in
     TFDS's download dir as a local build's), and the groups of `(split, index, task)` the
     engine runs, of even total size."""
-    tasks = run.plan(manual_dir, epath.Path(data_dir) / "downloads", decoder_threads=1)
+    tasks = run.encoding_tasks(manual_dir, epath.Path(data_dir) / "downloads", decoder_threads=1)
     items = [(split, i, task) for split, group in tasks.items() for i, task in enumerate(group)]
-    # Each video's size as the record of the inputs found it (0: missing).
+    # Each video's size as `built_from` found it (0: missing).
     videos = {name: provenance.video_lines(s) for name, s in run.built_from["splits"].items()}
     sizes = [videos[split][i].size or 0 for split, i, _ in items]
-    return tasks, spread.spread(items, sizes, spread.group_count(len(items), cores))
+    return tasks, even_groups.spread(items, sizes, even_groups.group_count(len(items), cores))
 
 
 def _encode(tasks: dict[str, list[encoding.Task]], groups: list[list[Item]], map_groups: MapGroups):
