@@ -1,4 +1,4 @@
-"""Which frames a clip takes: strides, starts, segments and a time grid, per key.
+"""Which frames a clip takes: strides, starts, TSN's bins and a time grid, per key.
 
 Pure functions of (spec, key, length) over a backend's ops (`backends`), so
 the NumPy and TensorFlow paths take the same frames. With `fps`, clips are
@@ -58,8 +58,8 @@ def _fit_indices(ops, indices, length, policy):
     return indices  # "error": checked before.
 
 
-def _segment_indices(ops, spec, key, length):
-    """int64 [num_clips, T]: one frame per equal bin (TSN's segments) (MMAction2 SampleFrames, clip_len=1).
+def _bin_indices(ops, spec, key, length):
+    """int64 [num_clips, T]: one frame per equal bin (MMAction2 SampleFrames, clip_len=1).
 
     "segments": bin k is [k L // T, (k + 1) L // T) and its frame is at a
     uniform offset in it (the bin's first frame when it is empty, L < T);
@@ -84,7 +84,7 @@ def _segment_indices(ops, spec, key, length):
 def frame_indices(ops, spec, key, length):
     """int64 [num_clips, T] frame indices of the clips (-1 = padded frame)."""
     if spec.mode in ("segments", "segment_centers"):
-        return _segment_indices(ops, spec, key, length)
+        return _bin_indices(ops, spec, key, length)
     strides = _clip_strides(ops, spec, key, length)
     spans = [(spec.num_frames - 1) * s + 1 for s in strides]
     starts = _clip_starts(ops, spec, key, length, spans)

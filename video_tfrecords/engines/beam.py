@@ -1,5 +1,5 @@
-"""The build on Apache Beam, inside TFDS's own Beam writer: one video per element; skip
-records and notes are written to files by the workers and gathered by the driver."""
+"""The build on Apache Beam, inside TFDS's own Beam writer: one video per element; the
+findings (skips and notes) are written to files by the workers and gathered by the driver."""
 
 from __future__ import annotations
 

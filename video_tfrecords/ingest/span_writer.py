@@ -55,7 +55,7 @@ class Jpegs:
 
 
 @dataclasses.dataclass
-class Segment:
+class Piece:
     """The frames of one example as they are encoded, held to the size limit as they grow."""
 
     start: int = 0  # its first frame's index in the video (`start_frame`)
@@ -90,14 +90,14 @@ class Segment:
             )
 
     def example(self) -> dict:
-        """The segment's own fields; the video's shared fields are added when it is read."""
+        """The piece's own fields; the video's shared fields are added when it is read."""
         example = {
             schema.VIDEO: self.frames,
             schema.FRAME_CHECKSUMS: np.asarray(self.crcs, np.uint32),
             schema.TIMESTAMPS: np.asarray(self.times, np.float32),
             schema.START_FRAME: self.start,
         }
-        if self.audio is not None:  # from this segment's first frame to the next one's
+        if self.audio is not None:  # from this piece's first frame to the next one's
             example[schema.AUDIO] = self.audio
         return example
 
@@ -120,7 +120,7 @@ class SpanWriter:
         self.decoded: list[float] = []  # the span's decoded frames' times
         # The video's frames before the first pushed to it (whose `index` counts from there).
         self.frames_before = 0
-        self._segment, self._full, self._made = Segment(), None, 0
+        self._piece, self._full, self._made = Piece(), None, 0
         self._times: list[float] = []  # the stored frames' times
         self._last: video_io.Frame | None = None  # the last stored frame
 
@@ -142,7 +142,7 @@ class SpanWriter:
             self.close()
             return None
         end = span_end(self._config, self._times[-1], self._last.time, self.decoded, nominal_fps)
-        for done in (self._full, self._segment):
+        for done in (self._full, self._piece):
             if done is not None and done.frames:
                 self._hand_out(done, min(end, self.end))
         if self.audio is not None and whole:
@@ -167,15 +167,15 @@ class SpanWriter:
         if self.audio is None and self._open_audio is not None:  # from the first stored frame
             self.audio = self._open_audio()
             self.audio.start_at(audio_io.sample_at(time, self.audio.rate))
-        if not self._segment.frames:
-            self._segment.start = self.frames_before + frame.index
-        self._segment.add(self._jpegs.of(frame), time)
+        if not self._piece.frames:
+            self._piece.start = self.frames_before + frame.index
+        self._piece.add(self._jpegs.of(frame), time)
         self._times.append(time)
         self._last = frame
-        if len(self._segment.frames) == self._limit:
-            self._full, self._segment = self._segment, Segment()
+        if len(self._piece.frames) == self._limit:
+            self._full, self._piece = self._piece, Piece()
 
-    def _hand_out(self, done: Segment, end: float) -> None:
+    def _hand_out(self, done: Piece, end: float) -> None:
         """One example, its audio running to `end` (the next example's first frame's time)."""
         if self.audio is not None:
             done.set_audio(self.audio.take(audio_io.sample_at(end, self.audio.rate)))
