@@ -130,3 +130,72 @@ class Timers:
         parts["assembly"] = get("read") - inside - get("decode_rgb")
         parts["tf_data"] = process_seconds - self.read_cpu
         return {label: 1000 * value / clips for label, value in parts.items()}
+
+
+def breakdown_child(data_dir, num_frames, stride, rounds, cpu, connection):
+    """On one pinned core, round by round: the limit, then an epoch of re-reads (a long-lived
+    pipeline) and one of first reads (a new pipeline, from its second batch), their steps timed.
+    Sends {kind: [ms per clip of each part, per round]}."""
+    from clip_dataset_speed import limit_reader, new_pipeline
+    from timing import pin, settled
+
+    pin({cpu})
+    limit = limit_reader(data_dir, num_frames, stride)
+    timers = Timers().install()
+    iterator = iter(new_pipeline(data_dir, num_frames, stride))
+    batch = len(next(iterator)[1])  # (traced and started)
+    epoch = _records(data_dir)
+    results = {"limit": [], "re-reads": [], "first reads": []}
+
+    def timed(batches) -> dict[str, float]:
+        settled()
+        timers.reset()
+        start = time.process_time()
+        for _ in batches:
+            pass
+        return timers.parts(settled() - start)
+
+    for turn in range(rounds + 1):  # the first a warm-up
+        settled()
+        start = time.process_time()
+        limit(epoch)
+        limit_ms = 1000 * (time.process_time() - start) / epoch
+        again = timed(next(iterator) for _ in range(max(1, epoch // batch)))
+        first = iter(new_pipeline(data_dir, num_frames, stride, seed=turn + 1, num_epochs=1))
+        next(first)  # tracing, start-up, the first batch: not timed
+        first = timed(first)
+        if turn:
+            results["limit"].append({"jpeg": limit_ms})
+            results["re-reads"].append(again)
+            results["first reads"].append(first)
+    connection.send(results)
+
+
+def _records(data_dir) -> int:
+    from video_tfrecords import ClipSource
+
+    return len(ClipSource("train", data_dir=str(data_dir), num_frames=1))
+
+
+def report(data_dir, num_frames, stride, rounds, cpu) -> None:
+    """Prints the breakdown table of `num_frames`-frame clips (medians of `rounds` rounds)."""
+    from clip_dataset_cores import in_child
+    from timing import median, table
+
+    results = in_child(breakdown_child, data_dir, num_frames, stride, rounds, cpu)
+    kinds = ("re-reads", "first reads")
+    cell = lambda kind, part: median([r.get(part, 0.0) for r in results[kind]])
+    rows = [["limit: the JPEG decode alone", "", "", f"{cell('limit', 'jpeg'):.3f}"]]
+    for part, words in PARTS:
+        rows.append([words, *(f"{cell(kind, part):.3f}" for kind in kinds), ""])
+    totals = {kind: [sum(r.values()) for r in results[kind]] for kind in kinds}
+    rows.append(["**total**", *(f"**{median(totals[kind]):.3f}**" for kind in kinds), ""])
+    over = lambda kind: median([sum(r.values()) - r["jpeg"] for r in results[kind]])
+    rows.append(["all but the JPEG decode", *(f"{over(kind):.3f}" for kind in kinds), ""])
+    print(f"\nWhere a {num_frames}-frame clip's CPU time goes (one pinned core, steps timed in "
+          f"the read threads, median of {rounds} rounds; ms per clip):\n")  # fmt: skip
+    print("\n".join(table(["part", *kinds, "limit"], rows)))
+    held = median([sum(r.values()) - r["jpeg"] - r["tf_data"] for r in results["re-reads"]])
+    read = median([sum(r.values()) - r["tf_data"] for r in results["re-reads"]])
+    print(f"GIL held per clip {held:.2f} ms of {read:.2f} ms read thread time (re-reads; the "
+          f"decoder releases it): at most {read / held:.0f} cores' worth of clips at once")
