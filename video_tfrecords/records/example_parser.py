@@ -116,14 +116,18 @@ def _bytes_values(data: memoryview, pos: int, end: int, budget: _Budget) -> Byte
         size = data[pos + 1]
         if size < 0x80:
             pos += 2
-        elif data[pos + 2] < 0x80:
-            size = (size & 0x7F) | data[pos + 2] << 7
-            pos += 3
-        elif data[pos + 3] < 0x80:
-            size = (size & 0x7F) | (data[pos + 2] & 0x7F) << 7 | data[pos + 3] << 14
-            pos += 4
         else:
-            size, pos = _varint(data, pos + 1)
+            second = data[pos + 2]
+            if second < 0x80:
+                size = size & 0x7F | second << 7
+                pos += 3
+            else:
+                third = data[pos + 3]
+                if third < 0x80:
+                    size = size & 0x7F | (second & 0x7F) << 7 | third << 14
+                    pos += 4
+                else:
+                    size, pos = _varint(data, pos + 1)
         add_start(pos)
         pos += size
         add_stop(pos)
