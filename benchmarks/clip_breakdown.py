@@ -137,6 +137,7 @@ def breakdown_child(data_dir, num_frames, stride, rounds, cpu, connection):
     pipeline) and one of first reads (a new pipeline, from its second batch), their steps timed.
     Sends {kind: [ms per clip of each part, per round]}."""
     from clip_dataset_speed import limit_reader, new_pipeline
+
     from timing import pin, settled
 
     pin({cpu})
@@ -180,6 +181,7 @@ def _records(data_dir) -> int:
 def report(data_dir, num_frames, stride, rounds, cpu) -> None:
     """Prints the breakdown table of `num_frames`-frame clips (medians of `rounds` rounds)."""
     from clip_dataset_cores import in_child
+
     from timing import median, table
 
     results = in_child(breakdown_child, data_dir, num_frames, stride, rounds, cpu)
@@ -197,5 +199,7 @@ def report(data_dir, num_frames, stride, rounds, cpu) -> None:
     print("\n".join(table(["part", *kinds, "limit"], rows)))
     held = median([sum(r.values()) - r["jpeg"] - r["tf_data"] for r in results["re-reads"]])
     read = median([sum(r.values()) - r["tf_data"] for r in results["re-reads"]])
-    print(f"GIL held per clip {held:.2f} ms of {read:.2f} ms read thread time (re-reads; the "
-          f"decoder releases it): at most {read / held:.0f} cores' worth of clips at once")
+    print(
+        f"GIL held per clip {held:.2f} ms of {read:.2f} ms read thread time (re-reads; the "
+        f"decoder releases it): at most {read / held:.0f} cores' worth of clips at once"
+    )

@@ -17,9 +17,10 @@ import sys
 import time
 from functools import partial
 
-import builds
 import clip_breakdown
 import clip_dataset_cores
+
+import builds
 import video_sets
 from timing import arguments, interleave, log, median, one_cpu, pin, ratio, settled, table
 
