@@ -2,8 +2,8 @@
 run it, the rest of the process (tf.data) by difference.
 
 `Timers.install()` wraps the functions a read calls (records, parsing, checks, planning, the
-JPEG decoder) with a per-thread CPU clock; `parts()` turns their inclusive times into the
-exclusive parts of a read, in ms per clip, which add up to the process's CPU time.
+JPEG decoder) with timers (`Timers`); `parts()` turns their inclusive times into the exclusive
+parts of a read, in ms per clip, which add up to the process's CPU time.
 """
 
 from __future__ import annotations
