@@ -4,8 +4,8 @@ Readers take turns on one core, each in its own pinned process, charged all its 
 its last turn: the limit (simplejpeg decoding the clip's JPEGs held in memory, nothing else);
 clip_dataset re-reading (one long-lived pipeline) and reading records for the first time (a new
 pipeline each turn, timed from its second batch); the old TF path (`tfds.load` + ClipDecoder).
-Then clips/s on both cores against one, against the old path as a new user runs it, and the
-time per clip the read threads hold the GIL.
+Then where a clip's time goes, step by step (`clip_breakdown`), and clips/s on both cores
+against one and against the old path as a new user runs it (`clip_dataset_cores`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ import os
 import sys
 import time
 from functools import partial
+
+import clip_breakdown
+import clip_dataset_cores
 
 import builds
 import video_sets
@@ -223,81 +226,19 @@ def per_core(data_dir, num_frames, stride, rounds, clips) -> dict[str, list[floa
                 processes[kind].kill()
 
 
-def in_child(target, *args):
-    """Runs `target(*args, connection)` in a process of its own; what it sends back."""
-    context = multiprocessing.get_context("spawn")
-    parent, child = context.Pipe()
-    process = context.Process(target=target, args=(*args, child))
-    process.start()
-    result = parent.recv()
-    process.join()
-    return result
-
-
-def scaling_child(data_dir, num_frames, stride, cpus, batches, connection):
-    """Wall-clock clips/s of clip_dataset on `cpus`, after a warm-up, and its GIL-held time."""
-    pin(cpus)
-    import simplejpeg
-
-    from video_tfrecords import input_pipeline
-
-    iterator = iter(new_pipeline(data_dir, num_frames, stride, seed=None))
-    for _ in range(3):
-        next(iterator)
-    start = time.perf_counter()
-    for _ in range(batches):
-        next(iterator)
-    rate = batches * BATCH / (time.perf_counter() - start)
-    # The GIL-held time: each batch read's thread CPU time less that spent in the JPEG
-    # decoder (which releases the GIL), measured on a few more batches.
-    held, decoding, clips = [0.0], [0.0], [0]
-    decode, read = simplejpeg.decode_jpeg, input_pipeline.BatchReader._read
-
-    def timed_decode(*a, **k):
-        start = time.thread_time()
-        try:
-            return decode(*a, **k)
-        finally:
-            decoding[0] += time.thread_time() - start
-
-    def timed_read(self, indices, seeds):
-        start = time.thread_time()
-        try:
-            return read(self, indices, seeds)
-        finally:
-            held[0] += time.thread_time() - start
-            clips[0] += len(indices)
-
-    simplejpeg.decode_jpeg, input_pipeline.BatchReader._read = timed_decode, timed_read
-    for _ in range(batches):
-        next(iterator)
-    connection.send((rate, (held[0] - decoding[0]) / clips[0] * 1000, held[0] / clips[0] * 1000))
-
-
-def user_child(kind, data_dir, num_frames, stride, batches, connection):
-    """As a new user runs it: every core, default settings; (CPU ms per clip, clips/s)."""
-    make = new_pipeline if kind == "new" else old_pipeline
-    iterator = iter(make(data_dir, num_frames, stride))
-    for _ in range(3):
-        next(iterator)
-    cpu, wall = time.process_time(), time.perf_counter()
-    for _ in range(batches):
-        next(iterator)
-    clips = batches * BATCH
-    cpu = 1000 * (time.process_time() - cpu) / clips
-    connection.send((cpu, clips / (time.perf_counter() - wall)))
-
-
 def main():
     parser = arguments(__doc__, "clip_dataset")
     parser.add_argument("--rounds", type=int, help="default 9 (--quick: 3)")
     parser.add_argument("--manual_dir", help="your videos instead: a folder with train.txt")
+    parser.add_argument("--breakdown", action="store_true", help="only where a clip's time goes")
     args = parser.parse_args()
     rounds = args.rounds or (3 if args.quick else 9)
     batches = 8 if args.quick else 30
     data_dir, records, what = dataset(args)
     if records < 2 * BATCH:  # a first-reads turn is one epoch, less its untimed first batch
         sys.exit(f"clip_dataset_speed needs at least {2 * BATCH} records; {what}.")
+    if args.breakdown:
+        return clip_breakdown.report(data_dir, LENGTHS[0], STRIDE, rounds, one_cpu())
     pin({one_cpu()})
     print(f"clip_dataset per core, {what}, stride {STRIDE}, batch {BATCH}, {rounds} rounds, "
           "CPU ms per clip (median)\n")  # fmt: skip
@@ -315,35 +256,8 @@ def main():
         "clip", "limit", "clip_dataset re-reads", "first reads", "old TF path", "re-reads / limit",
         "first reads / limit", "re-reads / old", "first reads / old",
     ], rows)))  # fmt: skip
-    pin(range(os.cpu_count()))
-    num_frames = LENGTHS[0]
-    cpus = sorted(os.sched_getaffinity(0))
-    rates, held, per_clip = {}, [], []
-    for _ in range(3):
-        for name, on in (("one core", cpus[-1:]), (f"{len(cpus)} cores", cpus)):
-            rate, gil, read = in_child(
-                scaling_child, data_dir, num_frames, STRIDE, set(on), batches
-            )
-            rates.setdefault(name, []).append(rate)
-            held.append(gil)
-            per_clip.append(read)
-    (one, one_rates), (both, both_rates) = rates.items()
-    print(f"\nScaling, {num_frames}-frame clips, unseeded, clips/s of wall time (median of 3): "
-          f"{one} {median(one_rates):.1f}, {both} {median(both_rates):.1f}: "
-          f"{ratio(both_rates, one_rates)}x")  # fmt: skip
-    user = interleave(  # each alone on the machine in turn, unpinned
-        {kind: partial(in_child, user_child, kind, data_dir, num_frames, STRIDE, batches)
-         for kind in ("old", "new")}, 3,
-    )  # fmt: skip
-    cpu = {kind: [ms for ms, _ in results] for kind, results in user.items()}
-    rate = {kind: [per_second for _, per_second in results] for kind, results in user.items()}
-    print(f"As a new user runs it ({num_frames} frames, every core, default settings, median "
-          f"of 3): CPU ms per clip, old TF path {median(cpu['old']):.2f}, clip_dataset "
-          f"{median(cpu['new']):.2f}: {ratio(cpu['old'], cpu['new'])}x less; clips/s "
-          f"{median(rate['old']):.1f} vs {median(rate['new']):.1f}: "
-          f"{ratio(rate['new'], rate['old'])}x")  # fmt: skip
-    print(f"GIL held per clip {median(held):.2f} ms of {median(per_clip):.2f} ms read thread "
-          f"time: at most {median(per_clip) / median(held):.0f} cores' worth of clips at once")
+    clip_breakdown.report(data_dir, LENGTHS[0], STRIDE, rounds, one_cpu())
+    clip_dataset_cores.report(data_dir, LENGTHS[0], STRIDE, batches)
 
 
 if __name__ == "__main__":

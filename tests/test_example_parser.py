@@ -85,3 +85,34 @@ def test_a_packed_varint_running_past_its_list_is_refused():
     for bad in (long[:-1], long[:-1] + bytes([0x82]), long + bytes([0xFF] * 10 + [0x01])):
         with pytest.raises(ValueError, match="not a well-formed"):
             parse_example(example(bad))
+
+
+def test_the_writers_encoding_at_the_edges_of_its_short_entries_as_protobuf_reads_it():
+    """protobuf's own encoding (the writer's) of values at the edges of the parser's in-place
+    reads (one-byte lengths and names, one- and two-byte varints), against protobuf."""
+    example = tf_example_pb2.Example()
+    features = example.features.feature
+    ints = [0, 1, 127, 128, 300, 16383, 16384, 2**31, 2**63 - 1, -1, -(2**63)]
+    for value in ints:
+        features[f"int_{value}"].int64_list.value.append(value)
+    features["ints"].int64_list.value.extend(ints)
+    features["no_ints"].int64_list.value.extend([])
+    features["floats"].float_list.value.extend([1.5, -2.25])
+    features["one_float"].float_list.value.append(0.1)
+    for size in (0, 1, 100, 120, 121, 127, 128, 300):
+        features[f"bytes_{size}"].bytes_list.value.append(bytes(i % 256 for i in range(size)))
+    features["two_bytes"].bytes_list.value.extend([b"a", b"bc"])
+    features["n" * 127].int64_list.value.append(5)
+    features["m" * 128].int64_list.value.append(6)
+    features["é"].bytes_list.value.append("ü".encode())
+    record = example.SerializeToString()
+    parsed = parse_example(record)
+    assert set(parsed) == set(features)
+    for name, feature in features.items():
+        kind = feature.WhichOneof("kind")
+        expected = list(getattr(feature, kind).value) if kind else []
+        if kind == "bytes_list":
+            assert [bytes(v) for v in parsed[name]] == expected, name
+        else:
+            assert parsed[name].tolist() == expected, name
+            assert parsed[name].dtype == (np.float32 if kind == "float_list" else np.int64), name

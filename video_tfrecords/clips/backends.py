@@ -124,8 +124,8 @@ class NumpyOps:
     def valid_times(times):
         """Whether every time is finite and >= 0, and none is before the one before it."""
         times = np.asarray(times)
-        return bool(np.all(times >= 0) and np.isfinite(times[-1:]).all()
-                    and np.all(times[1:] >= times[:-1]))  # fmt: skip
+        return bool((times >= 0).all() and np.isfinite(times[-1:]).all()
+                    and (times[1:] >= times[:-1]).all())  # fmt: skip
 
     @staticmethod
     def valid_rate(rate):

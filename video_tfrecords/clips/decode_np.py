@@ -15,6 +15,8 @@ TF's resizes differ by at most one grey level.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from video_tfrecords.clips import audio as clip_audio
@@ -158,7 +160,7 @@ def _output_view(out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """
     if (
         not isinstance(out, np.ndarray) or out.dtype != np.uint8
-        or not out.flags.c_contiguous or not out.flags.writeable or out.size != np.prod(shape)
+        or not out.flags.c_contiguous or not out.flags.writeable or out.size != math.prod(shape)
     ):
         found = f"{getattr(out, 'dtype', type(out).__name__)} {getattr(out, 'shape', '')}"
         raise ValueError(

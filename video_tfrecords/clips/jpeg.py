@@ -147,7 +147,7 @@ class Headers:
         return problem
 
 
-def is_whole_jpeg(buffer: np.ndarray) -> bool:
+def is_whole_jpeg(buffer) -> bool:
     """Whether the bytes start like a JPEG and end with its end-of-image marker.
 
     OpenCV decodes a truncated JPEG with a warning (grey rows); TensorFlow
@@ -155,10 +155,12 @@ def is_whole_jpeg(buffer: np.ndarray) -> bool:
     always followed by 0x00 or a restart marker there); up to 62 bytes of
     padding after it are allowed.
     """
-    if bytes(buffer[:3]) != JPEG_MAGIC:
-        return False
-    tail = bytes(buffer[-64:])
-    return tail.rfind(b"\xff\xd9") >= 0
+    view = memoryview(buffer).cast("B")
+    return bytes(view[:3]) == JPEG_MAGIC and _ends_image(view)
+
+
+def _ends_image(view: memoryview) -> bool:
+    return b"\xff\xd9" in bytes(view[-64:])
 
 
 def decode_rgb(data, ratio: int, out: np.ndarray, where, headers: Headers) -> np.ndarray:
@@ -172,11 +174,11 @@ def decode_rgb(data, ratio: int, out: np.ndarray, where, headers: Headers) -> np
     names the frame in errors: a frame that fails the check, is cut short or
     does not decode raises CorruptRecordError.
     """
-    problem = headers.problem(data)
+    view = memoryview(data).cast("B")
+    problem = headers.problem(view)
     if problem is not None:
         raise CorruptRecordError(f"{where()} {problem}.")
-    buffer = np.frombuffer(data, np.uint8)
-    if not is_whole_jpeg(buffer):
+    if not _ends_image(view):  # (it starts like a JPEG: its header passed)
         raise CorruptRecordError(f"{where()} is not a valid JPEG (no end-of-image marker).")
     size = headers.size
     found = (-(-size[0] // ratio), -(-size[1] // ratio))
@@ -185,7 +187,7 @@ def decode_rgb(data, ratio: int, out: np.ndarray, where, headers: Headers) -> np
                          f"{out.shape[0]}.")  # fmt: skip
     try:
         return simplejpeg.decode_jpeg(
-            buffer, "RGB", min_height=found[0], min_width=found[1], min_factor=ratio, buffer=out
+            view, "RGB", min_height=found[0], min_width=found[1], min_factor=ratio, buffer=out
         )
     except ValueError as e:
         raise CorruptRecordError(f"{where()} is not a valid JPEG ({e}).") from None

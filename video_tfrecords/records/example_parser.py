@@ -116,14 +116,18 @@ def _bytes_values(data: memoryview, pos: int, end: int, budget: _Budget) -> Byte
         size = data[pos + 1]
         if size < 0x80:
             pos += 2
-        elif data[pos + 2] < 0x80:
-            size = (size & 0x7F) | data[pos + 2] << 7
-            pos += 3
-        elif data[pos + 3] < 0x80:
-            size = (size & 0x7F) | (data[pos + 2] & 0x7F) << 7 | data[pos + 3] << 14
-            pos += 4
         else:
-            size, pos = _varint(data, pos + 1)
+            second = data[pos + 2]
+            if second < 0x80:
+                size = size & 0x7F | second << 7
+                pos += 3
+            else:
+                third = data[pos + 3]
+                if third < 0x80:
+                    size = size & 0x7F | (second & 0x7F) << 7 | third << 14
+                    pos += 4
+                else:
+                    size, pos = _varint(data, pos + 1)
         add_start(pos)
         pos += size
         add_stop(pos)
@@ -149,6 +153,8 @@ def _packed_varints(run, budget: _Budget) -> np.ndarray:
     if len(run) > 10 * MAX_VALUES:  # (its values take 1 to 10 bytes each)
         raise ValueError(f"an int64 list of more than {MAX_VALUES} values")
     budget.spend(1)
+    if 0 < len(run) <= 2 and run[-1] < 0x80 and (len(run) == 1 or run[0] >= 0x80):  # one, < 2**14
+        return np.array([run[0] if len(run) == 1 else run[0] & 0x7F | run[1] << 7], np.int64)
     if len(run) <= 16:  # a scalar or a few: a plain loop is faster
         values, pos = [], 0
         while pos < len(run):
@@ -264,19 +270,72 @@ def parse_example(record) -> dict:
     values or more than MAX_PARSED values and fields in all (read no further).
     """
     view = memoryview(record).cast("B")
-    features = {}
-    budget = _Budget()
     try:
-        for field, wire, value in _fields(view, 0, len(view), budget):
-            if field != 1 or wire != 2:  # Example.features
-                continue
-            for entry_field, entry_wire, entry in _fields(view, *value, budget):
-                if entry_field != 1 or entry_wire != 2:  # Features.feature (a map entry)
-                    continue
-                key, values = _map_entry(view, *entry, budget)
-                if key is not None:
-                    features[key] = values
+        features = _written_example(view, _Budget())
+        if features is None:  # another valid encoding, or a damaged one: the general loop's say
+            features = _any_example(view, _Budget())
     except (ValueError, IndexError, UnicodeDecodeError) as e:
         raise ValueError(f"not a well-formed tf.train.Example ({e})") from None
     return features
 
+
+def _any_example(view: memoryview, budget: _Budget) -> dict:
+    """Any valid encoding of an Example, field by field (`_fields`)."""
+    features = {}
+    for field, wire, value in _fields(view, 0, len(view), budget):
+        if field != 1 or wire != 2:  # Example.features
+            continue
+        for entry_field, entry_wire, entry in _fields(view, *value, budget):
+            if entry_field != 1 or entry_wire != 2:  # Features.feature (a map entry)
+                continue
+            key, values = _map_entry(view, *entry, budget)
+            if key is not None:
+                features[key] = values
+    return features
+
+
+def _written_example(view: memoryview, budget: _Budget) -> dict | None:
+    """The encoding TFDS's writer produces, read with a few steps a feature: one Features
+    field of map entries, each tagged with one byte. None for any other encoding (the
+    general loop then reads it whole); the same values and errors as that loop otherwise, as
+    it would meet them in the same order."""
+    end = len(view)
+    if end < 2 or view[0] != 0x0A:  # Example.features, length-delimited
+        return None
+    size, pos = _varint(view, 1)
+    if pos + size != end:
+        return None
+    budget.spend(1)
+    features = {}
+    while pos < end:
+        if view[pos] != 0x0A:  # Features.feature, length-delimited
+            return None
+        budget.spend(1)
+        size, start = _varint(view, pos + 1)
+        pos = start + size
+        if pos > end:
+            return None
+        key, values = _written_entry(view, start, pos, budget)
+        if key is not None:
+            features[key] = values
+    return features
+
+
+def _written_entry(data: memoryview, pos: int, end: int, budget: _Budget):
+    """`_map_entry`, with the writer's usual short entry read in place: a name, then a Feature
+    of one list, each under 128 bytes (every feature but a video's lists)."""
+    name_end = pos + 2 + data[pos + 1] if end - pos >= 6 else end
+    start = name_end + 4  # the list's
+    if (
+        start <= end
+        and data[pos] == 0x0A  # the name
+        and data[pos + 1] < 0x80
+        and data[name_end] == 0x12  # the Feature
+        and data[name_end + 1] == end - name_end - 2
+        and data[name_end + 2] in (0x0A, 0x12, 0x1A)  # its list: bytes, floats or ints
+        and data[name_end + 3] == end - start
+        and max(data[name_end + 1], data[name_end + 3]) < 0x80
+    ):
+        name = str(data[pos + 2 : name_end], "utf-8")
+        return name, _list_values(data, data[name_end + 2] >> 3, start, end, budget)
+    return _map_entry(data, pos, end, budget)

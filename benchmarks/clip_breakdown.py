@@ -1,0 +1,205 @@
+"""Where a clip_dataset clip's CPU time goes: each step of a batch read timed in the threads that
+run it, the rest of the process (tf.data) by difference.
+
+`Timers.install()` wraps the functions a read calls (records, parsing, checks, planning, the
+JPEG decoder) with timers (`Timers`); `parts()` turns their inclusive times into the exclusive
+parts of a read, in ms per clip, which add up to the process's CPU time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+# (label, where it lives, its attribute): each step's inclusive time. Nested steps: a record's
+# parse and first-read check run within `interpret`, the header checks and the decoder within
+# `decode_rgb`; everything runs within `BatchReader.read`.
+STEPS = (
+    ("read", "video_tfrecords.input_pipeline:BatchReader", "read"),
+    ("record", "video_tfrecords.records.examples:SplitExamples", "read"),
+    ("interpret", "video_tfrecords.records.examples:SplitExamples", "interpret"),
+    ("parse", "video_tfrecords.records.example_parser", "parse_example"),
+    ("record_crc", "video_tfrecords.records.shard_reader:SplitReader", "check_outside_frames"),
+    ("plan", "video_tfrecords.clips.decode_np", "_layout"),
+    ("frame_crc", "video_tfrecords.records.checksums:CheckedFrames", "__getitem__"),
+    ("decode_rgb", "video_tfrecords.clips.jpeg", "decode_rgb"),
+    ("jpeg", "simplejpeg", "decode_jpeg"),
+)
+
+# The parts of a clip's CPU time, in the table's order: (label, words), each exclusive.
+PARTS = (
+    ("record", "record read (index, memory map)"),
+    ("parse", "record parse (protobuf wire format)"),
+    ("values", "values taken and checked (label, times, sizes...)"),
+    ("record_crc", "record CRC32C outside the frames (first read only)"),
+    ("plan", "plan (key, frames, box, flip) and its checks"),
+    ("frame_crc", "frame CRC32C (the clip's frames)"),
+    ("headers", "JPEG header checks (every decoded frame), the decoder's call"),
+    ("jpeg", "JPEG decode (libjpeg-turbo, GIL released)"),
+    ("assembly", "clip and batch assembly (slots, labels, buffers)"),
+    ("tf_data", "tf.data and the rest of the process"),
+)
+
+
+def _owner(where: str):
+    import importlib
+
+    module, _, attribute = where.partition(":")
+    found = importlib.import_module(module)
+    return getattr(found, attribute) if attribute else found
+
+
+class Timers:
+    """Per-step seconds of the threads that ran each step (all threads, summed).
+
+    Steps are timed with the wall clock (a CPU clock costs a system call, about 1 us, which
+    the 50 steps of a clip would add up to a tenth of its time); a batch read's CPU time
+    (`time.thread_time`, one pair a batch) then scales the steps within it to the CPU time
+    they took. A read thread's wall time beyond its CPU time (it was preempted) is so spread
+    over its steps in proportion. Not locked: clip_dataset on one core reads one batch at
+    a time.
+    """
+
+    def __init__(self):
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.clips = 0
+        self.read_cpu = 0.0
+        self._originals = []
+
+    def install(self) -> Timers:
+        for label, where, name in STEPS:
+            owner = _owner(where)
+            original = getattr(owner, name)
+            self._originals.append((owner, name, original))
+            timed = self._timed_read if label == "read" else self._timed
+            setattr(owner, name, timed(label, original))
+        return self
+
+    def uninstall(self) -> None:
+        for owner, name, original in reversed(self._originals):
+            setattr(owner, name, original)
+        self._originals.clear()
+
+    def _timed(self, label, original):
+        seconds, clock = self.seconds, time.perf_counter
+
+        def timed(*args, **kwargs):
+            start = clock()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                seconds[label] += clock() - start
+
+        return timed
+
+    def _timed_read(self, label, original):
+        seconds, clock = self.seconds, time.perf_counter
+
+        def timed(reader, indices, seeds):
+            start, cpu = clock(), time.thread_time()
+            try:
+                return original(reader, indices, seeds)
+            finally:
+                self.read_cpu += time.thread_time() - cpu
+                seconds[label] += clock() - start
+                self.clips += len(indices)
+
+        return timed
+
+    def reset(self) -> None:
+        self.seconds.clear()
+        self.clips, self.read_cpu = 0, 0.0
+
+    def parts(self, process_seconds: float) -> dict[str, float]:
+        """ms per clip of each of PARTS, from the steps' times and the process's CPU seconds
+        over the same reads."""
+        s, clips = dict(self.seconds), max(self.clips, 1)
+        scale = self.read_cpu / s["read"] if s.get("read") else 0.0  # wall time -> CPU time
+        get = lambda label: s.get(label, 0.0) * scale
+        parts = {
+            "record": get("record"),
+            "parse": get("parse"),
+            "values": get("interpret") - get("parse") - get("record_crc"),
+            "record_crc": get("record_crc"),
+            "plan": get("plan"),
+            "frame_crc": get("frame_crc"),
+            "headers": get("decode_rgb") - get("jpeg"),  # header checks, the decoder's call
+            "jpeg": get("jpeg"),
+        }
+        inside = get("record") + get("interpret") + get("plan") + get("frame_crc")
+        parts["assembly"] = get("read") - inside - get("decode_rgb")
+        parts["tf_data"] = process_seconds - self.read_cpu
+        return {label: 1000 * value / clips for label, value in parts.items()}
+
+
+def breakdown_child(data_dir, num_frames, stride, rounds, cpu, connection):
+    """On one pinned core, round by round: the limit, then an epoch of re-reads (a long-lived
+    pipeline) and one of first reads (a new pipeline, from its second batch), their steps timed.
+    Sends {kind: [ms per clip of each part, per round]}."""
+    from clip_dataset_speed import limit_reader, new_pipeline
+
+    from timing import pin, settled
+
+    pin({cpu})
+    limit = limit_reader(data_dir, num_frames, stride)
+    timers = Timers().install()
+    iterator = iter(new_pipeline(data_dir, num_frames, stride))
+    batch = len(next(iterator)[1])  # (traced and started)
+    epoch = _records(data_dir)
+    results = {"limit": [], "re-reads": [], "first reads": []}
+
+    def timed(batches) -> dict[str, float]:
+        settled()
+        timers.reset()
+        start = time.process_time()
+        for _ in batches:
+            pass
+        return timers.parts(settled() - start)
+
+    for turn in range(rounds + 1):  # the first a warm-up
+        settled()
+        start = time.process_time()
+        limit(epoch)
+        limit_ms = 1000 * (time.process_time() - start) / epoch
+        again = timed(next(iterator) for _ in range(max(1, epoch // batch)))
+        first = iter(new_pipeline(data_dir, num_frames, stride, seed=turn + 1, num_epochs=1))
+        next(first)  # tracing, start-up, the first batch: not timed
+        first = timed(first)
+        if turn:
+            results["limit"].append({"jpeg": limit_ms})
+            results["re-reads"].append(again)
+            results["first reads"].append(first)
+    connection.send(results)
+
+
+def _records(data_dir) -> int:
+    from video_tfrecords import ClipSource
+
+    return len(ClipSource("train", data_dir=str(data_dir), num_frames=1))
+
+
+def report(data_dir, num_frames, stride, rounds, cpu) -> None:
+    """Prints the breakdown table of `num_frames`-frame clips (medians of `rounds` rounds)."""
+    from clip_dataset_cores import in_child
+
+    from timing import median, table
+
+    results = in_child(breakdown_child, data_dir, num_frames, stride, rounds, cpu)
+    kinds = ("re-reads", "first reads")
+    cell = lambda kind, part: median([r.get(part, 0.0) for r in results[kind]])
+    rows = [["limit: the JPEG decode alone", "", "", f"{cell('limit', 'jpeg'):.3f}"]]
+    for part, words in PARTS:
+        rows.append([words, *(f"{cell(kind, part):.3f}" for kind in kinds), ""])
+    totals = {kind: [sum(r.values()) for r in results[kind]] for kind in kinds}
+    rows.append(["**total**", *(f"**{median(totals[kind]):.3f}**" for kind in kinds), ""])
+    over = lambda kind: median([sum(r.values()) - r["jpeg"] for r in results[kind]])
+    rows.append(["all but the JPEG decode", *(f"{over(kind):.3f}" for kind in kinds), ""])
+    print(f"\nWhere a {num_frames}-frame clip's CPU time goes (one pinned core, steps timed in "
+          f"the read threads, median of {rounds} rounds; ms per clip):\n")  # fmt: skip
+    print("\n".join(table(["part", *kinds, "limit"], rows)))
+    held = median([sum(r.values()) - r["jpeg"] - r["tf_data"] for r in results["re-reads"]])
+    read = median([sum(r.values()) - r["tf_data"] for r in results["re-reads"]])
+    print(
+        f"GIL held per clip {held:.2f} ms of {read:.2f} ms read thread time (re-reads; the "
+        f"decoder releases it): at most {read / held:.0f} cores' worth of clips at once"
+    )
