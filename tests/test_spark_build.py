@@ -550,7 +550,7 @@ def test_an_error_in_a_retried_task_is_not_a_death(manual, tmp_path, monkeypatch
     def full_disk(task):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(distributed.encoding, "encode", full_disk)
+    monkeypatch.setattr(grouped.encoding, "encode", full_disk)
     with pytest.raises(OSError, match="No space left"):
         grouped.encode_group([("validation", 0, first)], attempt=1)
     assert not grouped._mark(first).exists()
