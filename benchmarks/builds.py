@@ -1,5 +1,5 @@
 """Builds, each in a process of its own: the datasets the benchmarks read, and the build
-measurements of overview, resume and build_memory (the TFDS builder against its bound, OpenCV
+measurements of build_speed, resume and build_memory (the TFDS builder against its bound, OpenCV
 decode + resize + JPEG encode). The parent side runs the `tfds build` command line, or this file
 as the child side, which prints one JSON line:
 
@@ -154,17 +154,6 @@ def cli_command(manual_dir: str, data_dir: str, config: str | dict) -> list[str]
     tfds_cli = os.path.join(os.path.dirname(sys.executable), "tfds")
     command = [tfds_cli, "build", "video_tfrecords", "--imports=video_tfrecords"]
     return command + build_args(manual_dir, data_dir, config)
-
-
-def cli_build_seconds(manual_dir: str, data_dir: str, config: dict) -> float:
-    """Wall-clock seconds of `tfds build` from the command line, start-up and imports included."""
-    shutil.rmtree(data_dir, ignore_errors=True)
-    start = time.perf_counter()
-    subprocess.run(cli_command(manual_dir, data_dir, config), env=child_env(), capture_output=True,
-                   check=True)  # fmt: skip
-    seconds = time.perf_counter() - start
-    shutil.rmtree(data_dir, ignore_errors=True)
-    return seconds
 
 
 # -- the child side -------------------------------------------------------------------------------
