@@ -22,7 +22,7 @@ import clip_dataset_cores
 
 import builds
 import video_sets
-from timing import arguments, interleave, log, median, one_cpu, pin, ratio, settled, table
+from timing import HERE, arguments, interleave, log, median, one_cpu, pin, ratio, settled, table
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -227,12 +227,14 @@ def per_core(data_dir, num_frames, stride, rounds, clips) -> dict[str, list[floa
 
 
 def main():
-    parser = arguments(__doc__, "clip_dataset")
-    parser.add_argument("--rounds", type=int, help="default 9 (--quick: 3)")
+    parser = arguments(__doc__, "clip_dataset", rounds=9, quick_rounds=3, cpu=False)
     parser.add_argument("--manual_dir", help="your videos instead: a folder with train.txt")
+    parser.add_argument("--real", action="store_true", help="real footage (bikes.mp4 windows)")
     parser.add_argument("--breakdown", action="store_true", help="only where a clip's time goes")
     args = parser.parse_args()
-    rounds = args.rounds or (3 if args.quick else 9)
+    if args.real:  # video_sets.kinetics_like_set, kept with the real clips
+        args.manual_dir = video_sets.kinetics_like_set(os.path.join(HERE, "out", "real"))
+    rounds = args.rounds
     batches = 8 if args.quick else 30
     data_dir, records, what = dataset(args)
     if records < 2 * BATCH:  # a first-reads turn is one epoch, less its untimed first batch
