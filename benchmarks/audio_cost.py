@@ -1,15 +1,9 @@
 """Audio with the frames: a clip with its audio against the same clip without, build cost, bytes.
 
-Sources: synthetic 340x256 H.264 videos at 25 fps (`synthetic.moving_frames`, libx264 CRF 23)
-with an AAC stream at 48 kHz stereo (PyAV's encoder at its default bit rate) of tones and
-noise, as phone and Kinetics videos carry. Read: the audio-visual recipe (16 frames, stride 4,
-fps=25: 2.56 s of audio; random 224 crop, flip), one pinned process, CPU ms per clip, each
-clip dropped before the next: `ClipSource` (NumPy) and `tfds.load` + `ClipDecoder.decode_features`
-(tf.data, one pass over the split per measure, every record parsed as TFDS parses it), each
-with `audio=True` on a build with `audio_rate=16000` against `audio=False` on a build of the
-same videos without audio (and without audio on the audio build). Build: the build's whole work
-on one video (`encoding.encode_video`, `default` config, with and without `audio_rate`) on one
-core. Bytes: JPEG q90 frames against int16 audio per second of video.
+Synthetic 340x256 H.264 videos with AAC at 48 kHz stereo, built with `audio_rate=16000` and without
+audio. Read: the audio-visual recipe on one pinned core, `ClipSource` and `tfds.load` +
+`ClipDecoder.decode_features`, audio=True against audio=False; build: `encoding.encode_video` of
+one video with and without audio; bytes: JPEG q90 frames against int16 audio per second.
 """
 
 from __future__ import annotations

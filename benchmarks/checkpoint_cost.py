@@ -1,11 +1,8 @@
 """Saving and restoring a reader's place: ms and bytes at batch 32, against reading a batch.
 
-clip_dataset (float32 16 x 224 x 224 clips, as it is made: a symbolic checkpoint of the
-iterator's place; and with tf.data's explicit checkpoint, which saves the batches in flight):
-`tf.train.Checkpoint(data=iterator).write` after a few batches, and a restart: a new pipeline
-restored and its first batch, against a new pipeline's first batch. The other readers' state
-(torchdata's StatefulDataLoader over ClipSource's sampler, a Grain pipeline), bytes and ms to
-take. Rounds interleave the measures; wall time, so run it on a quiet machine.
+clip_dataset's iterator as it is made (a symbolic checkpoint) and with tf.data's explicit one (the
+batches in flight): `tf.train.Checkpoint.write`, and a restart's first batch against a new
+pipeline's; torchdata's and Grain's state. Wall time, interleaved: run it on a quiet machine.
 """
 
 from __future__ import annotations

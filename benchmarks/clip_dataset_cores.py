@@ -54,8 +54,8 @@ def report(data_dir, num_frames, stride, batches) -> None:
     print(f"\nScaling, {num_frames}-frame clips, unseeded, clips/s of wall time (median of 3): "
           f"{one} {median(rates[one]):.1f}, {both} {median(rates[both]):.1f}: "
           f"{ratio(rates[both], rates[one])}x")  # fmt: skip
-    user = interleave({kind: partial(run, kind, data_dir, num_frames, stride, batches, None)
-                       for kind in ("old", "new")}, 3)  # each alone on the machine in turn
+    alone = {k: partial(run, k, data_dir, num_frames, stride, batches, None) for k in ("old", "new")}
+    user = interleave(alone, 3)  # each alone on the machine in turn, on every core
     cpu = {kind: [ms for ms, _ in results] for kind, results in user.items()}
     rate = {kind: [per_second for _, per_second in results] for kind, results in user.items()}
     print(f"As a new user runs it ({num_frames} frames, every core, default settings, median "

@@ -1,11 +1,9 @@
 """`clip_dataset` per core against the JPEG-decode limit and the old TF path, and on 2 cores.
 
-Readers take turns on one core, each in its own pinned process, charged all its CPU time since
-its last turn: the limit (simplejpeg decoding the clip's JPEGs held in memory, nothing else);
-clip_dataset re-reading (one long-lived pipeline) and reading records for the first time (a new
-pipeline each turn, timed from its second batch); the old TF path (`tfds.load` + ClipDecoder).
-Then where a clip's time goes, step by step (`clip_breakdown`), and clips/s on both cores
-against one and against the old path as a new user runs it (`clip_dataset_cores`).
+Readers take turns on one core, each in its own pinned process charged all its CPU time since its
+last turn: the limit (simplejpeg on the clip's JPEGs in memory), clip_dataset re-reading (one
+pipeline) and first reads (a new pipeline a turn), the old TF path. Then `clip_breakdown` and
+`clip_dataset_cores`.
 """
 
 from __future__ import annotations

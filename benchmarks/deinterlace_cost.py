@@ -1,12 +1,9 @@
 """Build cost per frame with deinterlacing on and off, on progressive and interlaced input.
 
-Real footage: `bikes.mp4` (video_sets.py; 640x272, 25 fps H.264, progressive) as shipped, and
-woven into interlaced video as tests/test_deinterlace.py makes it (picture k's fields from
-frames 2k and 2k + 1): MPEG-2 in MPEG-PS and H.264 MBAFF in MPEG-TS, flagged interlaced by
-FFmpeg. Each variant is the build's whole per-video work (`encoding.encode_video` with the
-`default` config: decode, bwdif when on, resize to short side 256, JPEG q90) on one pinned
-core; CPU ms per decoded frame, interleaved rounds, on / off ratios per input. Progressive
-input must cost the same and store the same bytes with deinterlacing on.
+`bikes.mp4` as shipped (progressive), and woven into interlaced MPEG-2 (PS) and H.264 MBAFF (TS) as
+tests/test_deinterlace.py makes it. The build's whole per-video work (`encoding.encode_video`) on
+one pinned core, CPU ms per frame, interleaved rounds; progressive input must cost and store the
+same.
 """
 
 from __future__ import annotations

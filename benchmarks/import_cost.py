@@ -1,13 +1,7 @@
 """What `from video_tfrecords import ClipSource` costs a fresh process (each spawned DataLoader
 worker pays it): wall and CPU seconds, and whether it loads TensorFlow, TFDS, PyAV or the builder.
-
-    python benchmarks/run.py imports                      # this checkout
-    python benchmarks/run.py imports --against OLD_TREE   # and another checkout, interleaved
-
-`--against` takes the root of another checkout of the package (e.g. `git worktree add
-/tmp/old 906e725`): both trees are imported by a fresh interpreter in turn, round after round,
-and the table gives the ratio of their per-round times.
-"""
+`--against OLD_TREE` (another checkout's root, e.g. `git worktree add /tmp/old REV`) imports both
+trees in turn, round after round, and gives the ratio of their per-round times."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""The readers of peers and recipes, each in a worker process of its own, pinned to one CPU.
-
-    python benchmarks/peer_readers.py READER --cpu N     # then JSON lines on stdin
-
-Every library runs one thread. Requests, one JSON answer each: {"op": "open", "job": ...} opens
-the videos or the pipeline (start-up: its CPU seconds); {"op": "run", "job": ..., "save": DIR or
-null} reads the job's clips once: CPU seconds of decoding and, with job["resize"], of resizing
-(with `save`, each clip goes to DIR/NAME.npy, RGB, untimed). CPU time is the process's. The
-TorchCodec worker may run in another Python (--torchcodec_python): NumPy, OpenCV, torch only.
-"""
+"""The readers of peers and recipes, each in a worker process of its own, pinned to one CPU, every
+library on one thread, answering JSON lines on stdin: {"op": "open", "job": ...} (start-up CPU s)
+and {"op": "run", "job": ..., "save": DIR or null} (one read of the job's clips: CPU s of decoding
+and of resizing; `save`: each clip to DIR/NAME.npy, untimed). TorchCodec may run in
+another Python."""
 
 from __future__ import annotations
 

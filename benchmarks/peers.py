@@ -1,10 +1,7 @@
 """The peer table: this project's clip readers against the mp4 readers people use instead.
 
-Sources: peer_sources.py, `default` builds. Recipes: A, 64 consecutive frames; B, 16 frames at
-stride 2 (seeded start); C, 8 frames spread evenly (TSN). Every reader (peer_readers.py) gets the
-frames the project plans; its first pass must match FFmpeg's decode of the source (PSNR >= 30 dB
-to the planned frame, no better match among its +-2 neighbours). For 720p sources the mp4
-readers are also shown with their frames resized to the stored size.
+Every reader (peer_readers.py) gets the frames the project plans; its first pass must match
+FFmpeg's decode of the source (PSNR >= 30 dB, no better match among its +-2 neighbours).
 """
 
 from __future__ import annotations
@@ -71,12 +68,9 @@ class Worker:
         env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
         self.process = subprocess.Popen(
             [python, os.path.join(HERE, "peer_readers.py"), reader, "--cpu", str(cpu)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
             stderr=open(log_path, "w"),  # noqa: SIM115 - kept open for the worker's life
-            text=True,
-            env=env,
-        )
+        )  # fmt: skip
         self.error = self._answer().get("error")  # the worker's hello: ready, or why not
 
     def _answer(self) -> dict:
@@ -185,21 +179,11 @@ def job_for(dataset: Dataset, recipe: str, reader: str, resize: bool, **extra) -
     """What a worker needs to read one recipe's clips of one dataset."""
     key = f"{dataset.sources.name}/{recipe}"
     if reader in OURS:
-        return {
-            "key": key,
-            "data_dir": dataset.data_dir,
-            "config": "default",
-            "version": dataset.version,
-            "spec": dataset.specs[recipe],
-            "count": len(dataset.clips[recipe]),
-        }
-    return {
-        "key": key,
-        "paths": list(dataset.sources.paths),
-        "clips": dataset.clips[recipe],
-        "resize": list(dataset.stored_size) if resize else None,
-        **extra,
-    }
+        return {"key": key, "data_dir": dataset.data_dir, "config": "default",
+                "version": dataset.version, "spec": dataset.specs[recipe],
+                "count": len(dataset.clips[recipe])}  # fmt: skip
+    return {"key": key, "paths": list(dataset.sources.paths), "clips": dataset.clips[recipe],
+            "resize": list(dataset.stored_size) if resize else None, **extra}  # fmt: skip
 
 
 def psnr_to(frame: np.ndarray, reference: np.ndarray) -> float:
@@ -243,10 +227,8 @@ def check_clips(dataset: Dataset, recipe: str, folder: str, reference: dict) -> 
             near = [i for i in range(index - 2, index + 3) if i != index and i in frames]
             best = max((psnr_to(frame, frames[i]) for i in near), default=0.0)
             if own < MIN_PSNR or own < best - 0.5:
-                raise RuntimeError(
-                    f"{folder}: frame {index} of {name} has PSNR {own:.1f} dB to the planned "
-                    f"frame, {best:.1f} dB to a neighbour"
-                )
+                raise RuntimeError(f"{folder}: frame {index} of {name} has PSNR {own:.1f} dB to "
+                                   f"the planned frame, {best:.1f} dB to a neighbour")  # fmt: skip
             worst = min(worst, own)
     return worst
 

@@ -1,11 +1,8 @@
 """Training and test recipes: their cost over a plain clip, and against mp4 readers + torchvision.
 
-Data: peers.py's 340x256 sources, GOP 32. Part `cost`, one pinned process: each recipe's clip
-against a plain clip of the same frames at full size, TF graph (`ClipDecoder.sample`) and NumPy
-(`ClipSource.get`), and the floor with whole-frame decodes (the plain clip plus the work a
-recipe adds to them, timed alone). Part `peers`: SlowFast and VideoMAE training clips read by
-this project, and by PyAV and TorchCodec reading the mp4 then applying torchvision's v2
-transforms (torchvision must be in the readers' Python, else they are shown unavailable).
+On peers.py's 340x256 GOP 32 sources. `--part cost`, one pinned process: each recipe's clip against
+a plain clip of the same frames (TF graph and NumPy) and its floor with whole-frame decodes. `--part
+peers`: SlowFast and VideoMAE training clips, ours against PyAV and TorchCodec + torchvision v2.
 """
 
 from __future__ import annotations

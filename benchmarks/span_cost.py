@@ -1,14 +1,9 @@
 """Building a 10 s span of a 5-minute video against building a pre-trimmed copy of the same 10 s.
 
-The long video: 5 minutes of synthetic Kinetics-like H.264 at 340x256, 25 fps (video_sets.py:
-CRF 18, preset veryfast, libx264's keyframes: at most 250 frames apart, and at scene cuts);
-the span is [152.3 s, 162.3 s), the 250 frames from 152.32 s (a JSON Lines line's `start`/
-`end`). The trimmed copy holds exactly those frames, encoded alike. Each variant is the build's
-whole per-video work (`encoding.encode_video`, `default` config: decode, JPEG q90) on one
-pinned core, CPU seconds, interleaved rounds; the span must store the trimmed copy's frames
-(same indices, PSNR) and the ratio says what seeking to the keyframe before the span costs.
-For scale, decoding the long video from its start to the span's end (what a build that could
-not seek would decode, before any JPEG) is timed too.
+Each variant is the build's whole per-video work (`encoding.encode_video`, `default`) on one pinned
+core, in interleaved rounds; the span must store the trimmed copy's frames (same indices, PSNR),
+and the ratio is what seeking to the keyframe before the span costs. Decoding the long video from
+its start to the span's end (a build that could not seek) is timed for scale.
 """
 
 from __future__ import annotations
@@ -48,7 +43,8 @@ def make(path: str, first: int, count: int) -> str:
 
 
 def span_task(path: str, start: float, end: float, config: VideoConfig) -> encoding.Task:
-    """The build's task for one JSON Lines line naming the span (as `BuildRun.encoding_tasks` makes it)."""
+    """The build's task for one JSON Lines line naming the span (as `BuildRun.encoding_tasks`
+    makes it)."""
     line = json.dumps({"path": path, "label": "x", "start": start, "end": end})
     folder = os.path.join(os.path.dirname(path), "manifest")
     os.makedirs(folder, exist_ok=True)

@@ -1,11 +1,9 @@
 """Storage against quality: JPEG q75-q95, with and without optimized Huffman tables, real footage.
 
-Each frame of `bikes.mp4` and `bigbuckbunny.mp4` (video_sets.py) decoded by FFmpeg and area-resized
-to the stored size (short side 256) is the reference and what the encoders get: bytes per frame and
-PSNR of JPEG (OpenCV, as the builder) at each quality with and without `IMWRITE_JPEG_OPTIMIZE`, of
-H.264 at the stored size, the source mp4 and raw frames. Then what optimized tables cost (q90, one
-pinned core): decoding (TF as ClipDecoder, OpenCV as ClipSource; the pixels must be identical),
-encoding, and the build's per-frame work.
+The reference and the encoders' input: each frame of bikes.mp4 and bigbuckbunny.mp4 decoded by
+FFmpeg and area-resized to the stored size. Bytes per frame and PSNR of JPEG (OpenCV, as the
+builder), of H.264 at the stored size, the mp4 and raw frames; then what optimized tables cost on
+one pinned core (decoding, with identical pixels; encoding; the build's per-frame work).
 """
 
 from __future__ import annotations
