@@ -45,17 +45,17 @@ def report(data_dir, num_frames, stride, batches) -> None:
     """Prints the scaling and the new user's comparison."""
     pin(range(os.cpu_count()))
     cpus = sorted(os.sched_getaffinity(0))
-    run = partial(in_child, pipeline_child)
+    run, args = partial(in_child, pipeline_child), (data_dir, num_frames, stride, batches)
     one, both = "one core", f"{len(cpus)} cores"
     rates = {one: [], both: []}
     for _ in range(3):
         for name, on in ((one, cpus[-1:]), (both, cpus)):
-            rates[name].append(run("unseeded", data_dir, num_frames, stride, batches, set(on))[1])
+            rates[name].append(run("unseeded", *args, set(on))[1])
     print(f"\nScaling, {num_frames}-frame clips, unseeded, clips/s of wall time (median of 3): "
           f"{one} {median(rates[one]):.1f}, {both} {median(rates[both]):.1f}: "
           f"{ratio(rates[both], rates[one])}x")  # fmt: skip
-    alone = {k: partial(run, k, data_dir, num_frames, stride, batches, None) for k in ("old", "new")}
-    user = interleave(alone, 3)  # each alone on the machine in turn, on every core
+    # each alone on the machine in turn, on every core
+    user = interleave({kind: partial(run, kind, *args, None) for kind in ("old", "new")}, 3)
     cpu = {kind: [ms for ms, _ in results] for kind, results in user.items()}
     rate = {kind: [per_second for _, per_second in results] for kind, results in user.items()}
     print(f"As a new user runs it ({num_frames} frames, every core, default settings, median "
