@@ -50,7 +50,7 @@ def measure(videos: video_sets.VideoSet, scratch: str, rounds: int) -> dict[str,
 
 
 def rows(rates: dict[str, list]) -> list[list[str]]:
-    """Rates, ratios against their targets, and the workers' start-up (measured after)."""
+    """Rates, and ratios against their targets."""
     total = {name: [r.total for r in results] for name, results in rates.items()}
     steady = {name: [r.steady for r in results] for name, results in rates.items()}
     found = []
@@ -69,8 +69,7 @@ def rows(rates: dict[str, list]) -> list[list[str]]:
         value = ratio(a, b)
         met = f">= {target}: {'yes' if value.median >= target else 'no'}" if target else ""
         found.append(["", "", f"{label} = {value}", met])
-    seconds = builds.pool_start_seconds(os.cpu_count())
-    return found + [[f"start-up of the {os.cpu_count()} build workers", f"{seconds:.2f} s", "", ""]]
+    return found
 
 
 def main() -> None:
