@@ -72,14 +72,10 @@ def limit_reader(data_dir, num_frames, stride):
     from video_tfrecords.records.example_parser import parse_example
 
     source = ClipSource("train", data_dir=data_dir, num_frames=num_frames, stride=stride)
-    videos = [
-        [bytes(f) for f in parse_example(source.reader.read(i))["video"]]
-        for i in range(len(source))
-    ]
-    clips = [
-        [frames[i] for i in decode_np.plan_np(source.spec, frames, SEED)["indices"].ravel()]
-        for frames in videos
-    ]
+    videos = [[bytes(f) for f in parse_example(source.reader.read(i))["video"]]
+              for i in range(len(source))]  # fmt: skip
+    clips = [[frames[i] for i in decode_np.plan_np(source.spec, frames, SEED)["indices"].ravel()]
+             for frames in videos]  # fmt: skip
     position = 0
 
     def read(n):
@@ -165,14 +161,10 @@ def first_reads_reader(data_dir, num_frames, stride):
 def serve(kind, data_dir, num_frames, stride, cpu, connection):
     """A reader process: pinned to `cpu`, answers each turn with (CPU seconds, clips)."""
     pin({cpu})
-    if kind == "limit":
-        read = limit_reader(data_dir, num_frames, stride)
-    elif kind == "new":
-        read = pipeline_reader(lambda: new_pipeline(data_dir, num_frames, stride))
-    elif kind == "old":
-        read = pipeline_reader(lambda: old_pipeline(data_dir, num_frames, stride))
-    else:
-        read = first_reads_reader(data_dir, num_frames, stride)
+    make = {"limit": limit_reader, "first": first_reads_reader,
+            "new": lambda *args: pipeline_reader(lambda: new_pipeline(*args)),
+            "old": lambda *args: pipeline_reader(lambda: old_pipeline(*args))}  # fmt: skip
+    read = make[kind](data_dir, num_frames, stride)
     connection.send("ready")
     last = time.process_time()
     while (n := connection.recv()) is not None:
@@ -197,9 +189,8 @@ def per_core(data_dir, num_frames, stride, rounds, clips) -> dict[str, list[floa
     processes, connections = {}, {}
     for kind in READERS:
         parent, child = context.Pipe()
-        process = context.Process(
-            target=serve, args=(kind, data_dir, num_frames, stride, one_cpu(), child)
-        )
+        process = context.Process(target=serve, args=(kind, data_dir, num_frames, stride,
+                                                      one_cpu(), child))  # fmt: skip
         process.start()
         processes[kind], connections[kind] = process, parent
 
@@ -232,19 +223,18 @@ def main():
     args = parser.parse_args()
     if args.real:  # video_sets.kinetics_like_set, kept with the real clips
         args.manual_dir = video_sets.kinetics_like_set(os.path.join(HERE, "out", "real"))
-    rounds = args.rounds
     batches = 8 if args.quick else 30
     data_dir, records, what = dataset(args)
     if records < 2 * BATCH:  # a first-reads turn is one epoch, less its untimed first batch
         sys.exit(f"clip_dataset_speed needs at least {2 * BATCH} records; {what}.")
     if args.breakdown:
-        return clip_breakdown.report(data_dir, LENGTHS[0], STRIDE, rounds, one_cpu())
+        return clip_breakdown.report(data_dir, LENGTHS[0], STRIDE, args.rounds, one_cpu())
     pin({one_cpu()})
-    print(f"clip_dataset per core, {what}, stride {STRIDE}, batch {BATCH}, {rounds} rounds, "
+    print(f"clip_dataset per core, {what}, stride {STRIDE}, batch {BATCH}, {args.rounds} rounds, "
           "CPU ms per clip (median)\n")  # fmt: skip
     rows = []
     for num_frames in LENGTHS:
-        times = per_core(data_dir, num_frames, STRIDE, rounds, 4 * records)
+        times = per_core(data_dir, num_frames, STRIDE, args.rounds, 4 * records)
         m = {kind: median(values) for kind, values in times.items()}
         rows.append([
             f"{num_frames} frames",
@@ -256,7 +246,7 @@ def main():
         "clip", "limit", "clip_dataset re-reads", "first reads", "old TF path", "re-reads / limit",
         "first reads / limit", "re-reads / old", "first reads / old",
     ], rows)))  # fmt: skip
-    clip_breakdown.report(data_dir, LENGTHS[0], STRIDE, rounds, one_cpu())
+    clip_breakdown.report(data_dir, LENGTHS[0], STRIDE, args.rounds, one_cpu())
     clip_dataset_cores.report(data_dir, LENGTHS[0], STRIDE, batches)
 
 

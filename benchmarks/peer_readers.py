@@ -7,7 +7,6 @@ another Python."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import json
 import os
@@ -173,31 +172,18 @@ class TorchCodecReader(Mp4Reader):
         return video.get_frames_at(indices).data.numpy()
 
 
-@dataclasses.dataclass
-class ClipStream:
-    """One job's clip_dataset pipeline, handed out clip by clip."""
-
-    batches: object  # iterator of (clips, labels) batches
-    names: list[str]  # file name of each example, in the split's order
-    pending: list  # clips of the current batch not handed out yet
-    position: int = 0  # clips handed out so far
-
-
 class TfReader:
-    """This project through TensorFlow: `clip_dataset` (tf.data over ClipSource). One ordered pass
-    after another (`training=False`, mode and crop as the job asks), so clip k of the stream is
-    example k % N of epoch k // N; with a seed, epoch e's clips are those of
-    `ClipSource(seed).set_epoch(e)`, the clips peers.py planned for epoch 0. A batch is one pass
-    (the job's count). tf.data decodes the next batch in the background while the pass is handed
-    out, so a pass is charged all the process's CPU time from the end of the previous one
-    (`background`), once the background work is done."""
+    """This project through TensorFlow: `clip_dataset`, one ordered pass (a batch) after another,
+    so clip k is example k % N of epoch k // N (with a seed, epoch 0's are the clips peers.py
+    planned). tf.data decodes the next batch in the background: a pass is charged all the
+    process's CPU time since the previous one ended, once that work is done (`background`)."""
 
     requires = ("tensorflow", "tensorflow_datasets", "video_tfrecords.input_pipeline")
     bgr = False
     background = True
 
     def __init__(self):
-        self.streams: dict[str, ClipStream] = {}
+        self.streams: dict[str, list] = {}  # key: [batches, file names, pending clips, position]
         self.mark = 0.0  # process CPU time when it last settled (end of an open or a pass)
 
     def open(self, job: dict) -> None:
@@ -211,10 +197,8 @@ class TfReader:
         spec = dict(job["spec"])
         seed = spec.pop("seed", None)
         spec.setdefault("mode", "random")
-        source = ClipSource(
-            "train", data_dir=job["data_dir"], config=job["config"],
-            version=job["version"], num_frames=1,
-        )  # fmt: skip
+        source = ClipSource("train", data_dir=job["data_dir"], config=job["config"],
+                            version=job["version"], num_frames=1)  # fmt: skip
         names = [_text(source[i]["filename"]) for i in range(len(source))]
         if "crop_size" not in spec:  # whole frames, all of one size (a box of that size)
             spec["crop_size"] = tuple(source[0]["video"].shape[1:3])
@@ -225,18 +209,18 @@ class TfReader:
         )  # fmt: skip
         batches = iter(dataset.as_numpy_iterator())
         first = list(next(batches)[0])  # handed out first: the stream does not move on
-        self.streams[job["key"]] = ClipStream(batches, names, first)
+        self.streams[job["key"]] = [batches, names, first, 0]
         self.mark = settled()
 
     def clips(self, job: dict):
         """Yields (video file name, clip) for the next `count` clips of the stream."""
         stream = self.streams[job["key"]]
+        batches, names, pending, _ = stream
         for _ in range(job["count"]):
-            if not stream.pending:
-                stream.pending = list(next(stream.batches)[0])
-            name = stream.names[stream.position % len(stream.names)]
-            stream.position += 1
-            yield name, stream.pending.pop(0)
+            if not pending:
+                pending.extend(next(batches)[0])
+            stream[3] += 1
+            yield names[(stream[3] - 1) % len(names)], pending.pop(0)
 
 
 def _text(value) -> str:
@@ -254,8 +238,7 @@ class TfFreeReader:
         import cv2
 
         cv2.setNumThreads(1)
-        self.sources = {}
-        self.positions = {}
+        self.sources, self.positions = {}, {}
 
     def open(self, job: dict) -> None:
         """Opens the dataset's ClipSource and reads its first clip (start-up, as for TF)."""
