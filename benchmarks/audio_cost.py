@@ -63,19 +63,14 @@ def build_part(paths: list[str], rounds: int) -> list[str]:
         "with audio": VideoConfig(name="av", segment_frames=None, audio_rate=RATE),
     }
     stored = {name: [work(p, c)[0] for p in paths] for name, c in configs.items()}  # warm-up
-    measures = {
-        name: (lambda c=config: cpu_time(lambda: [work(p, c) for p in paths]) / len(paths))
-        for name, config in configs.items()
-    }
-    times = interleave(measures, rounds)
+    per_video = lambda c: lambda: cpu_time(lambda: [work(p, c) for p in paths]) / len(paths)
+    times = interleave({name: per_video(config) for name, config in configs.items()}, rounds)
     examples = stored["with audio"]
     seconds = sum(len(e["video"]) for e in examples) / 25
     jpeg = sum(len(f) for e in examples for f in e["video"]) / seconds
     audio = sum(e["audio"].nbytes for e in examples) / seconds
-    added = [
-        (a - b) / (seconds / len(paths))
-        for a, b in zip(times["with audio"], times["without audio"])
-    ]
+    added = [(a - b) / (seconds / len(paths))
+             for a, b in zip(times["with audio"], times["without audio"])]  # fmt: skip
     rows = [[
         f"{median(times['without audio']) * 1e3:.0f}", f"{median(times['with audio']) * 1e3:.0f}",
         ratio(times["with audio"], times["without audio"]), f"{median(added) * 1e3:.2f}",
@@ -105,9 +100,8 @@ def read_part(plain_dir: str, audio_dir: str, rounds: int) -> list[str]:
     def numpy(data_dir, config, audio):
         source = ClipSource("train", data_dir=data_dir, config=config, audio=audio, **CLIP)
         seeds = iter(range(10**9))
-        return lambda: [
-            source.get(i % count, seed=next(seeds))["video"].shape for i in range(clips)
-        ]
+        return lambda: [source.get(i % count, seed=next(seeds))["video"].shape
+                        for i in range(clips)]  # fmt: skip
 
     def graph(data_dir, config, audio):
         decoder = ClipDecoder(audio=audio, **CLIP)

@@ -291,28 +291,24 @@ def cell(seconds: list[float]) -> str:
 
 
 def table_rows(dataset: Dataset, results: dict, readers: list[str]) -> list[list[str]]:
-    """Rows of one source set: one per recipe (two for larger sources)."""
-    rows = []
-    size = "large" if dataset.large else "small"
-    for with_resize in [False, True] if dataset.large else [False]:
-        for recipe, result in results.items():
-            times = dict(result.decode)
-            if with_resize:  # the mp4 readers' frames brought to the stored size
-                times.update({r: [d + z for d, z in zip(times[r], result.resize[r])]
-                              for r in MP4_READERS if r in times})  # fmt: skip
-            cells = [cell(times[r]) if r in times else "n/a" for r in readers]
-            ours = against_best(times)
-            target = TARGETS.get((size, recipe)) if (with_resize or not dataset.large) else None
-            verdict = ""
-            if target and ours:
-                reached = max(x.median for x in ours.values())
-                verdict = f">= {target}: {'yes' if reached >= target else 'no'}"
-            ratios = [str(ours.get(r, "n/a")) for r in OURS]
-            source = dataset.sources.name
-            if dataset.large:
-                stored = f"{dataset.stored_size[1]}x{dataset.stored_size[0]}"
-                source += f", mp4 resized to {stored}" if with_resize else ", mp4 at source size"
-            rows.append([source, f"{recipe}: {RECIPES[recipe]}", *cells, *ratios, verdict])
+    """Rows of one source set, one per recipe; from larger sources than stored, the mp4 readers'
+    frames are brought to the stored size, their resize counted."""
+    rows, source = [], dataset.sources.name
+    if dataset.large:
+        source += f", mp4 resized to {dataset.stored_size[1]}x{dataset.stored_size[0]}"
+    for recipe, result in results.items():
+        times = dict(result.decode)
+        if dataset.large:
+            times.update({r: [d + z for d, z in zip(times[r], result.resize[r])]
+                          for r in MP4_READERS if r in times})  # fmt: skip
+        cells = [cell(times[r]) if r in times else "n/a" for r in readers]
+        ours, verdict = against_best(times), ""
+        target = TARGETS.get(("large" if dataset.large else "small", recipe))
+        if target and ours:
+            reached = max(x.median for x in ours.values())
+            verdict = f">= {target}: {'yes' if reached >= target else 'no'}"
+        ratios = [str(ours.get(r, "n/a")) for r in OURS]
+        rows.append([source, f"{recipe}: {RECIPES[recipe]}", *cells, *ratios, verdict])
     return rows
 
 
