@@ -35,19 +35,13 @@ def pipeline(data_dir: str, batch: int, crop: int, symbolic: bool):
 
     from video_tfrecords import clip_dataset
 
-    ds = clip_dataset(
-        "train", data_dir=data_dir, num_frames=NUM_FRAMES, batch_size=batch, seed=SEED,
-        crop_size=(crop, crop), flip=True,
-    )  # fmt: skip
+    ds = clip_dataset("train", data_dir=data_dir, num_frames=NUM_FRAMES, batch_size=batch,
+                      seed=SEED, crop_size=(crop, crop), flip=True)  # fmt: skip
     if not symbolic:
         options = tf.data.Options()
         options.experimental_symbolic_checkpoint = False
         ds = ds.with_options(options)
     return ds
-
-
-def folder_bytes(folder: str) -> int:
-    return sum(os.path.getsize(os.path.join(folder, name)) for name in os.listdir(folder))
 
 
 def clip_dataset_round(data_dir, batch, crop, symbolic) -> dict:
@@ -65,7 +59,7 @@ def clip_dataset_round(data_dir, batch, crop, symbolic) -> dict:
         start = time.perf_counter()
         path = tf.train.Checkpoint(data=iterator).write(os.path.join(folder, "data"))
         save = time.perf_counter() - start
-        size = folder_bytes(folder)
+        size = sum(os.path.getsize(os.path.join(folder, name)) for name in os.listdir(folder))
         expected = next(iterator)[1].numpy()
         del iterator
         start = time.perf_counter()

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 
 from timing import ROOT, arguments, interleave, log, median, ratio, table
 
@@ -41,15 +42,14 @@ def main() -> None:
     parser = arguments(__doc__, "imports", rounds=15, quick_rounds=3, cpu=False)  # --out: unused
     parser.add_argument("--against", default=None, help="the root of another checkout")
     args = parser.parse_args()
-    rounds = args.rounds
     trees = {"this tree": ROOT}
     if args.against:
         trees["--against"] = os.path.abspath(args.against)
     rows = []
     for what, statement in STATEMENTS.items():
         log(f"{what}: {statement}")
-        measures = {name: (lambda t=tree: measure(t, statement)) for name, tree in trees.items()}
-        results = interleave(measures, rounds)
+        results = interleave({name: partial(measure, tree, statement)
+                              for name, tree in trees.items()}, args.rounds)  # fmt: skip
         walls = {name: [r["wall"] for r in runs] for name, runs in results.items()}
         cpus = {name: [r["cpu"] for r in runs] for name, runs in results.items()}
         for name in trees:

@@ -111,13 +111,10 @@ def main() -> None:
     videos = video_sets.synthetic_videos(folder, count, frames, height, width)
     manual_dir = video_sets.video_set(os.path.join(out, "manual"), videos).manual_dir
     results, floor = {}, {}
-    for cores in (1, 2):
-        timing.log(f"building {count} videos on local[{cores}]")
-        results[cores] = child_seconds("--child", cores, manual_dir, os.path.join(out, "data"))
-        timing.log(f"local[{cores}]: {results[cores]}")
-    for cores in (1, 2):
-        floor[cores] = child_seconds("--floor", cores, manual_dir, os.path.join(out, "data"))
-        timing.log(f"floor, {cores} processes: {floor[cores]}")
+    for kind, found in (("--child", results), ("--floor", floor)):  # Spark, then the pool
+        for cores in (1, 2):
+            found[cores] = child_seconds(kind, cores, manual_dir, os.path.join(out, "data"))
+            timing.log(f"{count} videos, {kind[2:]}, {cores} cores: {found[cores]}")
     plan, pickling, groups = planning_seconds(out, lines)
     one, two = results[1]["build"], results[2]["build"]
     header = ["Benchmark", "Variant", "Result", "Ratio", "Target"]
