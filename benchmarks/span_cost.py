@@ -81,19 +81,15 @@ def keyframe_before(path: str, start: float) -> float:
 
     with av.open(path) as container:
         stream = container.streams.video[0]
-        keys = [
-            float(p.pts * stream.time_base)
-            for p in container.demux(stream)
-            if p.is_keyframe and p.pts is not None
-        ]
+        keys = [float(p.pts * stream.time_base) for p in container.demux(stream)
+                if p.is_keyframe and p.pts is not None]  # fmt: skip
     return max(t for t in keys if t <= start + 1e-6)
 
 
 def main() -> None:
     """Makes the videos, checks the span against the trimmed copy, times both; prints a table."""
     args = arguments(__doc__, "span", rounds=7).parse_args()
-    minutes = 1 if args.quick else 5
-    start = 30.3 if args.quick else 152.3
+    minutes, start = (1, 30.3) if args.quick else (5, 152.3)
     end = start + 10
     first = int(np.ceil(start * FPS - 1e-6))  # the first frame at or after `start`
     count = int(np.ceil(end * FPS - 1e-6)) - first
@@ -106,12 +102,9 @@ def main() -> None:
     trimmed = builds.whole_video(trimmed_path, config)
     worst = check(stored(span), stored(trimmed))  # also the warm-up
     count_to_end = lambda: video_io.count_frames(long_path, start=0.0, end=end)
-    measures = {
-        "span": lambda: cpu_time(lambda: stored(span)),
-        "trimmed": lambda: cpu_time(lambda: stored(trimmed)),
-        "decode from 0": lambda: cpu_time(count_to_end),
-    }
-    times = interleave(measures, args.rounds)
+    times = interleave({"span": lambda: cpu_time(lambda: stored(span)),
+                        "trimmed": lambda: cpu_time(lambda: stored(trimmed)),
+                        "decode from 0": lambda: cpu_time(count_to_end)}, args.rounds)  # fmt: skip
     keyframe = keyframe_before(long_path, start)
     print(f"Building a 10 s span [{start} s, {end} s) of a {minutes}-minute 340x256 H.264 video "
           f"(keyframe before it at {keyframe:.2f} s) against a pre-trimmed copy of its {count} "
