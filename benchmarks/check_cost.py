@@ -82,10 +82,8 @@ def graph_checks(data_dir: str, checked: bool, clips: int):
     from video_tfrecords.clips import backends, jpeg_tf
 
     ops, wanted = backends.tf_ops(), tf.range(0, 32, 2, dtype=tf.int64)
-    loaded = tfds.load(
-        "video_tfrecords/default", split="train", data_dir=data_dir, download=False,
-        decoders={"video": EncodedFrames()},
-    )  # fmt: skip
+    loaded = tfds.load("video_tfrecords/default", split="train", data_dir=data_dir, download=False,
+                       decoders={"video": EncodedFrames()})  # fmt: skip
     examples = [(e["video"][:32], e["frame_height"], e["frame_width"]) for e in loaded]
 
     @tf.autograph.experimental.do_not_convert
@@ -93,10 +91,8 @@ def graph_checks(data_dir: str, checked: bool, clips: int):
         chosen = tf.gather(frames, wanted)  # (the decoders' input: gathered either way)
         if not checked:
             return tf.strings.length(chosen)
-        size = (height, width)
-        with tf.control_dependencies(
-            [jpeg_tf.checked_headers(ops, frames, wanted, size, None, chosen)]
-        ):
+        passed = jpeg_tf.checked_headers(ops, frames, wanted, (height, width), None, chosen)
+        with tf.control_dependencies([passed]):
             return tf.strings.length(chosen)
 
     records = tf.data.Dataset.from_tensor_slices(tuple(map(tf.stack, zip(*examples))))

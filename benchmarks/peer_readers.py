@@ -69,8 +69,8 @@ class PyAvReader(Mp4Reader):
         container = av.open(path)
         stream = container.streams.video[0]
         stream.codec_context.thread_count = 1
-        packets = [(p.pts, p.is_keyframe) for p in container.demux(stream) if p.pts is not None]
-        packets.sort()
+        packets = sorted((p.pts, p.is_keyframe) for p in container.demux(stream)
+                         if p.pts is not None)  # fmt: skip
         pts = [p for p, _ in packets]
         keyframes = [i for i, (_, key) in enumerate(packets) if key]
         index = {p: i for i, p in enumerate(pts)}

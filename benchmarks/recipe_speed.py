@@ -113,16 +113,14 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
     header = ["recipe", "path", "recipe clip", "plain clip", "recipe / plain", "<= 1.2", "floor"]
     return [
         f"Recipe clip against a plain clip of the same frames at full size, CPU ms per clip on "
-        f"one core ({rounds_note(rounds)}), {len(videos)} records of 340x256:",
-        "",
-        *table(header, rows),
-        "",
+        f"one core ({rounds_note(rounds)}), {len(videos)} records of 340x256:", "",
+        *table(header, rows), "",
         "floor: (plain clip + the work a recipe adds to whole-frame decodes) / plain clip, that "
         "work timed alone in the same rounds: 16 bilinear resizes of a 179-224 px box to 224 "
         "(jitter: and a flip) by `resize_box`; test views: 3 crops of each of 160 frames copied "
         "into a reused output (a fresh one's page faults are not counted). The TF graph decodes "
         "only each box's window, so it can go below.",
-    ]
+    ]  # fmt: skip
 
 
 def unavoidable_work(name: str, frame: np.ndarray):
@@ -174,12 +172,10 @@ def peer_part(sources, data_dir: str, python: str, cpu: int, rounds: int, logs: 
             times = peers.measure(dataset, name, workers, rounds, None, transform=transform).decode
             rows.append([f"{name}: {label}", *recipe_cells(times, unavailable)])
     header = [peers.SHORT[r] + (" + torchvision" if r in MP4 else "") for r in OURS + MP4]
-    return [
-        f"Training recipes against mp4 readers + torchvision, {sources.name}, CPU ms per clip on "
-        f"one core (clips/s); {rounds_note(rounds)} of the best mp4 reader's time to ours:",
-        "",
-        *table(["recipe", *header, "best mp4 / ours TF-free", "best mp4 / ours TF", ">= 2"], rows),
-    ]
+    header += ["best mp4 / ours TF-free", "best mp4 / ours TF", ">= 2"]
+    return [f"Training recipes against mp4 readers + torchvision, {sources.name}, CPU ms per clip "
+            f"on one core (clips/s); {rounds_note(rounds)} of the best mp4 reader's time to ours:",
+            "", *table(["recipe", *header], rows)]  # fmt: skip
 
 
 def recipe_cells(times: dict, unavailable: dict) -> list[str]:
