@@ -61,18 +61,14 @@ def main() -> None:
         same = jpegs_on == jpegs_off
         if same != name.startswith("progressive"):
             raise RuntimeError(f"{name}: deinterlacing {'changed' if same else 'kept'} the frames")
-    measures = {
-        (name, key): (lambda p=path, c=config: cpu_time(lambda: build_work(p, c)))
-        for name, path in paths.items()
-        for key, config in configs.items()
-    }
-    times = interleave(measures, args.rounds)
+    times = interleave({(name, key): (lambda p=path, c=config: cpu_time(lambda: build_work(p, c)))
+                        for name, path in paths.items() for key, config in configs.items()},
+                       args.rounds)  # fmt: skip
     rows = []
     for name in paths:
         per_frame = {key: [t / counts[name] for t in times[(name, key)]] for key in configs}
-        off, on_ = per_frame["off"], per_frame["on"]
-        ms = [f"{median(off) * 1e3:.3f}", f"{median(on_) * 1e3:.3f}"]
-        rows.append([name, counts[name], *ms, ratio(on_, off)])
+        ms = [f"{median(per_frame[key]) * 1e3:.3f}" for key in ("off", "on")]
+        rows.append([name, counts[name], *ms, ratio(per_frame["on"], per_frame["off"])])
     header = ["input", "frames", "deinterlace=False", 'deinterlace="auto"', "auto / False"]
     print(f"Build work per frame (decode, deinterlace, resize to 256p, JPEG q90), CPU ms on one "
           f"core, {rounds_note(args.rounds)}. Progressive frames stored byte-identical either "

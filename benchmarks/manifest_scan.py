@@ -77,17 +77,14 @@ def main() -> None:
         annotations, videos = make_set(root, args.files, args.classes)
         log(f"set written in {time.perf_counter() - started:.1f} s")
         command = [sys.executable, "-m", "video_tfrecords.make_manifests", "kinetics"]
-        times = {
-            "command line": [], "walk (VideoIndex)": [], "conversion, in-process": [],
-            "manifest check (`read_dataset`)": [], "videos in several splits": [],
-        }  # fmt: skip
+        times = {name: [] for name in (
+            "command line", "walk (VideoIndex)", "conversion, in-process",
+            "manifest check (`read_dataset`)", "videos in several splits")}  # fmt: skip
         for number in range(args.rounds):
             out = os.path.join(root, f"out{number}")
             started = time.perf_counter()
-            subprocess.run(
-                [*command, "--annotations", annotations, "--videos", videos, "--out", out],
-                check=True, stdout=subprocess.DEVNULL,
-            )  # fmt: skip
+            subprocess.run([*command, "--annotations", annotations, "--videos", videos, "--out",
+                            out], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
             times["command line"].append(time.perf_counter() - started)
             started = time.perf_counter()
             common.VideoIndex(videos)

@@ -94,11 +94,8 @@ def natural_frames(num_frames: int, height: int, width: int, seed: int) -> np.nd
     """RGB uint8 [T, H, W, 3]: shots of SCENE_SECONDS each, cut to one another."""
     rng = np.random.default_rng(seed)
     shot = SCENE_SECONDS * FPS
-    parts = [
-        scene_frames(rng, min(shot, num_frames - first), height, width)
-        for first in range(0, num_frames, shot)
-    ]
-    return np.concatenate(parts)
+    return np.concatenate([scene_frames(rng, min(shot, num_frames - first), height, width)
+                           for first in range(0, num_frames, shot)])  # fmt: skip
 
 
 def real_frames(folder: str, index: int, num_frames: int, height: int, width: int) -> np.ndarray:

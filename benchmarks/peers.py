@@ -272,15 +272,10 @@ def measure(dataset: Dataset, recipe: str, workers: dict, rounds: int, tmp: str 
     return result  # fmt: skip
 
 
-def best_mp4(times: dict) -> list[float]:
-    """Per round, the CPU seconds per clip of the fastest mp4 reader of that round (`times`:
-    reader -> per-round seconds; empty if no mp4 reader was measured)."""
-    return [min(values) for values in zip(*(times[r] for r in MP4_READERS if r in times))]
-
-
 def against_best(times: dict) -> dict:
-    """Each of ours measured -> best mp4 reader's time / its own (`ratio`), round by round."""
-    best = best_mp4(times)
+    """Each of ours measured -> (round by round) the fastest mp4 reader's time / its own; `times`:
+    reader -> per-round seconds per clip."""
+    best = [min(values) for values in zip(*(times[r] for r in MP4_READERS if r in times))]
     return {r: ratio(best, times[r]) for r in OURS if r in times and best}
 
 
@@ -354,18 +349,15 @@ def main() -> None:
     add_torchcodec_python(parser)
     args = parser.parse_args()
     videos = args.videos or (2 if args.quick else 6)
-    if args.quick:  # one GOP per size: a smoke run of every path in < 1 min
-        layouts, frames = [(128, 170, 80), (288, 512, 16)], 80
-    else:
-        layouts = [(h, w, g) for h, w in ((256, 340), (720, 1280)) for g in (32, 250)]
-        frames = 250
+    full = [(h, w, g) for h, w in ((256, 340), (720, 1280)) for g in (32, 250)]
+    quick = [(128, 170, 80), (288, 512, 16)]  # one GOP per size: every path in < 1 min
+    layouts, frames = (quick, 80) if args.quick else (full, 250)
     sets = peer_sources.make_sets(args.out, layouts, videos, frames, args.real)
     data_dirs = build_datasets(sets, args.out)
     spec_of = {recipe: partial(recipe_spec, recipe) for recipe in RECIPES}
     datasets = [plan_dataset(s, data_dirs[s.name], spec_of) for s in sets]
-    pythons = {reader: sys.executable for reader in args.readers}
-    if "torchcodec" in pythons:
-        pythons["torchcodec"] = args.torchcodec_python
+    pythons = {reader: args.torchcodec_python if reader == "torchcodec" else sys.executable
+               for reader in args.readers}  # fmt: skip
     logs, check = os.path.join(args.out, "logs"), os.path.join(args.out, "check")
     with started_workers(pythons, args.cpu, logs) as (workers, unavailable):
         all_results = {d.sources.name: {r: measure(d, r, workers, args.rounds, check)
