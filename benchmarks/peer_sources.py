@@ -44,8 +44,7 @@ def pink_field(rng: np.random.Generator, height: int, width: int, slope: float) 
 def textured_rgb(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
     """An RGB float image: 1/f luminance detail with smoother, weaker colour (as in photos)."""
     luma = 115 + 48 * pink_field(rng, height, width, 1.6)
-    cb = 14 * pink_field(rng, height, width, 2.0)
-    cr = 14 * pink_field(rng, height, width, 2.0)
+    cb, cr = (14 * pink_field(rng, height, width, 2.0) for _ in range(2))  # cb drawn first
     rgb = np.stack([luma + 1.402 * cr, luma - 0.344 * cb - 0.714 * cr, luma + 1.772 * cb], -1)
     return np.clip(rgb, 0, 255).astype(np.float32)
 
@@ -69,8 +68,7 @@ def scene_frames(rng: np.random.Generator, count: int, height: int, width: int) 
     grain = [rng.normal(0, 1.0, (height, width, 1)).astype(np.float32) for _ in range(7)]
     frames = np.empty((count, height, width, 3), np.uint8)
     for t in range(count):
-        x0 = (room[0] - 2) / 2 + speed[0] * (t - count / 2)
-        y0 = (room[1] - 2) / 2 + speed[1] * (t - count / 2)
+        x0, y0 = (room - 2) / 2 + speed * (t - count / 2)
         shift = np.float32([[1, 0, -x0], [0, 1, -y0]])
         frame = cv2.warpAffine(background, shift, (width, height), flags=cv2.INTER_LINEAR)
         for patch, mask, start, velocity in objects:

@@ -20,38 +20,25 @@ import timing
 from timing import arguments, cpu_time, interleave, median, ratio, rounds_note, table
 
 SEED = 11
-COST_RECIPES = {
-    "jitter": (
-        "16 frames, stride 2, short side 256-320, 224 crop, flip",
-        {"num_frames": 16, "stride": 2, "short_side": (256, 320), "crop_size": (224, 224),
-         "flip": True},
-        {"num_frames": 16, "stride": 2},
-    ),
-    "resized": (
-        "16 frames, stride 2, random-resized crop 224",
-        {"num_frames": 16, "stride": 2, "crop": "resized", "crop_size": (224, 224)},
-        {"num_frames": 16, "stride": 2},
-    ),
-    "test views": (
-        "10 clips x 3 crops of 256, 16 frames, stride 2",
-        {"num_frames": 16, "stride": 2, "mode": "uniform", "num_clips": 10, "num_crops": 3,
-         "crop_size": (256, 256), "short_side": 256},
-        {"num_frames": 16, "stride": 2, "mode": "uniform", "num_clips": 10},
-    ),
+PLAIN = {"num_frames": 16, "stride": 2}
+COST_RECIPES = {  # name: (words, the recipe's clip arguments, its plain clip's)
+    "jitter": ("16 frames, stride 2, short side 256-320, 224 crop, flip",
+               {**PLAIN, "short_side": (256, 320), "crop_size": (224, 224), "flip": True}, PLAIN),
+    "resized": ("16 frames, stride 2, random-resized crop 224",
+                {**PLAIN, "crop": "resized", "crop_size": (224, 224)}, PLAIN),
+    "test views": ("10 clips x 3 crops of 256, 16 frames, stride 2",
+                   {**PLAIN, "mode": "uniform", "num_clips": 10, "num_crops": 3,
+                    "crop_size": (256, 256), "short_side": 256},
+                   {**PLAIN, "mode": "uniform", "num_clips": 10}),
 }  # fmt: skip
-PEER_RECIPES = {
-    "SlowFast train": (
-        "32 frames, stride 2, short side 256-320, 224 crop, flip",
-        {"num_frames": 32, "stride": 2, "short_side": (256, 320), "crop_size": (224, 224),
-         "crop": "random", "flip": True, "mode": "random", "seed": SEED},
-        "jitter_crop_flip",
-    ),
-    "VideoMAE train": (
-        "16 frames, stride 4, random-resized crop 224",
-        {"num_frames": 16, "stride": 4, "crop": "resized", "crop_size": (224, 224),
-         "mode": "random", "seed": SEED},
-        "resized_crop",
-    ),
+PEER_RECIPES = {  # name: (words, the clip's arguments, the mp4 readers' torchvision transform)
+    "SlowFast train": ("32 frames, stride 2, short side 256-320, 224 crop, flip",
+                       {"num_frames": 32, "stride": 2, "short_side": (256, 320), "crop": "random",
+                        "crop_size": (224, 224), "flip": True, "mode": "random", "seed": SEED},
+                       "jitter_crop_flip"),
+    "VideoMAE train": ("16 frames, stride 4, random-resized crop 224",
+                       {"num_frames": 16, "stride": 4, "crop": "resized", "crop_size": (224, 224),
+                        "mode": "random", "seed": SEED}, "resized_crop"),
 }  # fmt: skip
 MP4 = ("pyav", "torchcodec")
 OURS = ("tf_free", "tf")

@@ -111,14 +111,11 @@ def main() -> None:
           f"frames: CPU s on one core, {rounds_note(args.rounds)}. The span's frames match the "
           f"copy's (min PSNR {worst:.1f} dB; both are decodes of the same frames, encoded "
           "apart).\n")  # fmt: skip
-    rows = [
-        ["span of the long video", f"{median(times['span']):.3f}",
-         ratio(times["span"], times["trimmed"])],
-        ["pre-trimmed copy", f"{median(times['trimmed']):.3f}", "1"],
-        ["decode only, from 0 s to the span's end (no seek)",
-         f"{median(times['decode from 0']):.3f}",
-         ratio(times["decode from 0"], times["trimmed"])],
-    ]  # fmt: skip
+    names = {"span": "span of the long video", "trimmed": "pre-trimmed copy",
+             "decode from 0": "decode only, from 0 s to the span's end (no seek)"}
+    rows = [[what, f"{median(times[key]):.3f}",
+             "1" if key == "trimmed" else ratio(times[key], times["trimmed"])]
+            for key, what in names.items()]  # fmt: skip
     print("\n".join(table(["variant", "CPU s", "/ trimmed"], rows)))
 
 
