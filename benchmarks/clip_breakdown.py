@@ -14,7 +14,7 @@ STEPS = (
     ("record", "video_tfrecords.records.examples:SplitExamples", "read"),
     ("interpret", "video_tfrecords.records.examples:SplitExamples", "interpret"),
     ("parse", "video_tfrecords.records.example_parser", "parse_example"),
-    ("record_crc", "video_tfrecords.records.shard_reader:SplitReader", "check_outside_frames"),
+    ("record_crc", "video_tfrecords.records.split_reader:SplitReader", "check_outside_frames"),
     ("plan", "video_tfrecords.clips.decode_np", "_layout"),
     ("frame_crc", "video_tfrecords.records.checksums:CheckedFrames", "__getitem__"),
     ("decode_rgb", "video_tfrecords.clips.jpeg", "decode_rgb"),
