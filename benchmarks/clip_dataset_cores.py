@@ -17,6 +17,7 @@ def in_child(target, *args):
     parent, child = context.Pipe()
     process = context.Process(target=target, args=(*args, child))
     process.start()
+    child.close()  # so that a child that dies ends recv() with EOFError, not a wait
     result = parent.recv()
     process.join()
     return result
