@@ -1,15 +1,9 @@
 """Audio with the frames: a clip with its audio against the same clip without, build cost, bytes.
 
-Sources: synthetic 340x256 H.264 videos at 25 fps (`synthetic.moving_frames`, libx264 CRF 23)
-with an AAC stream at 48 kHz stereo (PyAV's encoder at its default bit rate) of tones and
-noise, as phone and Kinetics videos carry. Read: the audio-visual recipe (16 frames, stride 4,
-fps=25: 2.56 s of audio; random 224 crop, flip), one pinned process, CPU ms per clip, each
-clip dropped before the next: `ClipSource` (NumPy) and `tfds.load` + `ClipDecoder.decode_features`
-(tf.data, one pass over the split per measure, every record parsed as TFDS parses it), each
-with `audio=True` on a build with `audio_rate=16000` against `audio=False` on a build of the
-same videos without audio (and without audio on the audio build). Build: the build's whole work
-on one video (`encoding.encode_video`, `default` config, with and without `audio_rate`) on one
-core. Bytes: JPEG q90 frames against int16 audio per second of video.
+Synthetic 340x256 H.264 videos with AAC at 48 kHz stereo, built with `audio_rate=16000` and without
+audio. Read: the audio-visual recipe on one pinned core, `ClipSource` and `tfds.load` +
+`ClipDecoder.decode_features`, audio=True against audio=False; build: `encoding.encode_video` of
+one video with and without audio; bytes: JPEG q90 frames against int16 audio per second.
 """
 
 from __future__ import annotations
@@ -69,19 +63,14 @@ def build_part(paths: list[str], rounds: int) -> list[str]:
         "with audio": VideoConfig(name="av", segment_frames=None, audio_rate=RATE),
     }
     stored = {name: [work(p, c)[0] for p in paths] for name, c in configs.items()}  # warm-up
-    measures = {
-        name: (lambda c=config: cpu_time(lambda: [work(p, c) for p in paths]) / len(paths))
-        for name, config in configs.items()
-    }
-    times = interleave(measures, rounds)
+    per_video = lambda c: lambda: cpu_time(lambda: [work(p, c) for p in paths]) / len(paths)
+    times = interleave({name: per_video(config) for name, config in configs.items()}, rounds)
     examples = stored["with audio"]
     seconds = sum(len(e["video"]) for e in examples) / 25
     jpeg = sum(len(f) for e in examples for f in e["video"]) / seconds
     audio = sum(e["audio"].nbytes for e in examples) / seconds
-    added = [
-        (a - b) / (seconds / len(paths))
-        for a, b in zip(times["with audio"], times["without audio"])
-    ]
+    added = [(a - b) / (seconds / len(paths))
+             for a, b in zip(times["with audio"], times["without audio"])]  # fmt: skip
     rows = [[
         f"{median(times['without audio']) * 1e3:.0f}", f"{median(times['with audio']) * 1e3:.0f}",
         ratio(times["with audio"], times["without audio"]), f"{median(added) * 1e3:.2f}",
@@ -111,9 +100,8 @@ def read_part(plain_dir: str, audio_dir: str, rounds: int) -> list[str]:
     def numpy(data_dir, config, audio):
         source = ClipSource("train", data_dir=data_dir, config=config, audio=audio, **CLIP)
         seeds = iter(range(10**9))
-        return lambda: [
-            source.get(i % count, seed=next(seeds))["video"].shape for i in range(clips)
-        ]
+        return lambda: [source.get(i % count, seed=next(seeds))["video"].shape
+                        for i in range(clips)]  # fmt: skip
 
     def graph(data_dir, config, audio):
         decoder = ClipDecoder(audio=audio, **CLIP)

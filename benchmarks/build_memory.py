@@ -6,6 +6,7 @@ memory of the build process and all its workers every 50 ms; checks every frame 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -24,10 +25,8 @@ def tree_rss(process: psutil.Process) -> int:
     """Resident bytes of a process and all its descendants (0 for those already gone)."""
     total = 0
     for member in [process, *process.children(recursive=True)]:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += member.memory_info().rss
-        except psutil.Error:
-            pass
     return total
 
 
@@ -65,8 +64,8 @@ def main() -> None:
     start = time.perf_counter()
     log_path = os.path.join(out, "build.log")  # a file: a full pipe would stall the build
     with open(log_path, "wb") as log:
-        env = builds.child_env()
-        process = psutil.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log)
+        env, quiet = builds.child_env(), subprocess.DEVNULL
+        process = psutil.Popen(command, env=env, stdout=quiet, stderr=log)
         peak = 0
         while process.poll() is None:
             peak = max(peak, tree_rss(process))

@@ -1,11 +1,10 @@
 """Builds, each in a process of its own: the datasets the benchmarks read, and the build
-measurements of overview, resume and build_memory (the TFDS builder against its bound, OpenCV
+measurements of build_speed, resume and build_memory (the TFDS builder against its bound, OpenCV
 decode + resize + JPEG encode). The parent side runs the `tfds build` command line, or this file
 as the child side, which prints one JSON line:
 
     python benchmarks/builds.py build --manual_dir M --data_dir D --config default [--cpu N]
     python benchmarks/builds.py bound --short_side 256 --quality 90 [--cpu N] --videos V...
-    python benchmarks/builds.py pool_start --workers 2
 """
 
 from __future__ import annotations
@@ -144,27 +143,11 @@ def build_rate(manual_dir: str, data_dir: str, config: dict, videos: int, one_co
     return Rate(videos / result["seconds"], steady)
 
 
-def pool_start_seconds(workers: int) -> float:
-    """Seconds for the builder's worker processes to start and answer a first task."""
-    return run_child("pool_start", f"--workers={workers}")["seconds"]
-
-
 def cli_command(manual_dir: str, data_dir: str, config: str | dict) -> list[str]:
     """The `tfds build` command line (the `tfds` beside this Python) of a build."""
     tfds_cli = os.path.join(os.path.dirname(sys.executable), "tfds")
     command = [tfds_cli, "build", "video_tfrecords", "--imports=video_tfrecords"]
     return command + build_args(manual_dir, data_dir, config)
-
-
-def cli_build_seconds(manual_dir: str, data_dir: str, config: dict) -> float:
-    """Wall-clock seconds of `tfds build` from the command line, start-up and imports included."""
-    shutil.rmtree(data_dir, ignore_errors=True)
-    start = time.perf_counter()
-    subprocess.run(cli_command(manual_dir, data_dir, config), env=child_env(), capture_output=True,
-                   check=True)  # fmt: skip
-    seconds = time.perf_counter() - start
-    shutil.rmtree(data_dir, ignore_errors=True)
-    return seconds
 
 
 # -- the child side -------------------------------------------------------------------------------
@@ -258,36 +241,14 @@ def stored_size(height: int, width: int, short_side: int) -> tuple[int, int]:
     return round(height * short_side / short), round(width * short_side / short)
 
 
-def pool_start(workers: int) -> dict:
-    """Seconds to start the builder's worker processes and get a first result back from each."""
-    from video_tfrecords.engines import local, process_pool
-    from video_tfrecords.ingest import encoding
-
-    start = time.perf_counter()
-    list(process_pool.ordered_map(encoding.encode, [_probe_task() for _ in range(workers)],
-                              num_workers=workers, on_death=local.on_worker_death,
-                              initializer=encoding.init_worker))  # fmt: skip
-    return {"seconds": time.perf_counter() - start}
-
-
-def _probe_task():
-    """A task for a file that does not exist: the worker answers at once with a skip record."""
-    import video_tfrecords
-    from video_tfrecords.ingest import encoding, manifest
-
-    entry = manifest.Entry(manifest="probe", line=1, path="missing.mp4", label="x")
-    config = video_tfrecords.VideoConfig(name="probe")
-    return encoding.Task("train", entry, 0, "/nonexistent/missing.mp4", config, "/nonexistent")
-
-
 def main() -> None:
     """Parses the command line, runs one command, prints its JSON result."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["build", "bound", "pool_start"])
+    parser.add_argument("command", choices=["build", "bound"])
     for name in ("--manual_dir", "--data_dir", "--config"):  # config: a name or JSON fields
         parser.add_argument(name, default="default" if name == "--config" else None)
     for name, default in (("--cpu", None), ("--cv_threads", None), ("--short_side", 256),
-                          ("--quality", 90), ("--workers", 2)):  # fmt: skip
+                          ("--quality", 90)):  # fmt: skip
         parser.add_argument(name, type=int, default=default)
     parser.add_argument("--videos", nargs="*", default=[])
     parser.add_argument("--overwrite", action="store_true")
@@ -301,10 +262,8 @@ def main() -> None:
     if args.command == "build":
         config = json.loads(args.config) if args.config.startswith("{") else args.config
         result = build(args.manual_dir, args.data_dir, config, args.overwrite)
-    elif args.command == "bound":
-        result = bound(args.videos, args.short_side, args.quality)
     else:
-        result = pool_start(args.workers)
+        result = bound(args.videos, args.short_side, args.quality)
     print(json.dumps(result), flush=True)
 
 

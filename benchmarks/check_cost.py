@@ -1,16 +1,9 @@
 """Frame header checks (issue 49) against a 16-frame clip's read, NumPy and TF paths.
 
-Sources: synthetic 340x256 H.264 videos (`video_sets.synthetic_videos`), built with the `default`
-config (JPEG q90, frames 340x256, each example's frame size stored). Reads: a 16-frame clip, stride
-2, of two recipes (a random 224 crop with flip; whole frames, centred), one pinned process, CPU ms
-per clip, each clip dropped before the next: `ClipSource` (NumPy) and `tfds.load` + `ClipDecoder`
-(tf.data, one pipeline read on). Each with the header checks (`clips.jpeg.Headers` on every decoded
-frame, before it is decoded; in the graph, `clips.jpeg_tf.checked_headers`: graph ops on the first
-frame's header and every frame's first bytes) against the same reader with them patched out,
-interleaved; and the checks' own CPU time for a clip's 16 frames against the clip's read, where the
-A/B's noise (a few percent) would hide them: on the NumPy path the checks timed alone, on the TF
-path a tf.data pipeline over the records' frames in memory with and without the graph's check (its
-difference).
+Each reader (`ClipSource`; `tfds.load` + `ClipDecoder`) with the checks against the same reader
+with them patched out, interleaved on one pinned core; then the checks' own CPU time for a clip's
+16 frames (timed alone on the NumPy path; on the TF path, a pipeline over frames in memory with and
+without the graph's check), which the A/B's noise of a few percent would hide.
 """
 
 from __future__ import annotations
@@ -89,10 +82,8 @@ def graph_checks(data_dir: str, checked: bool, clips: int):
     from video_tfrecords.clips import backends, jpeg_tf
 
     ops, wanted = backends.tf_ops(), tf.range(0, 32, 2, dtype=tf.int64)
-    loaded = tfds.load(
-        "video_tfrecords/default", split="train", data_dir=data_dir, download=False,
-        decoders={"video": EncodedFrames()},
-    )  # fmt: skip
+    loaded = tfds.load("video_tfrecords/default", split="train", data_dir=data_dir, download=False,
+                       decoders={"video": EncodedFrames()})  # fmt: skip
     examples = [(e["video"][:32], e["frame_height"], e["frame_width"]) for e in loaded]
 
     @tf.autograph.experimental.do_not_convert
@@ -100,10 +91,8 @@ def graph_checks(data_dir: str, checked: bool, clips: int):
         chosen = tf.gather(frames, wanted)  # (the decoders' input: gathered either way)
         if not checked:
             return tf.strings.length(chosen)
-        size = (height, width)
-        with tf.control_dependencies(
-            [jpeg_tf.checked_headers(ops, frames, wanted, size, None, chosen)]
-        ):
+        passed = jpeg_tf.checked_headers(ops, frames, wanted, (height, width), None, chosen)
+        with tf.control_dependencies([passed]):
             return tf.strings.length(chosen)
 
     records = tf.data.Dataset.from_tensor_slices(tuple(map(tf.stack, zip(*examples))))

@@ -1,11 +1,8 @@
 """Saving and restoring a reader's place: ms and bytes at batch 32, against reading a batch.
 
-clip_dataset (float32 16 x 224 x 224 clips, as it is made: a symbolic checkpoint of the
-iterator's place; and with tf.data's explicit checkpoint, which saves the batches in flight):
-`tf.train.Checkpoint(data=iterator).write` after a few batches, and a restart: a new pipeline
-restored and its first batch, against a new pipeline's first batch. The other readers' state
-(torchdata's StatefulDataLoader over ClipSource's sampler, a Grain pipeline), bytes and ms to
-take. Rounds interleave the measures; wall time, so run it on a quiet machine.
+clip_dataset's iterator as it is made (a symbolic checkpoint) and with tf.data's explicit one (the
+batches in flight): `tf.train.Checkpoint.write`, and a restart's first batch against a new
+pipeline's; torchdata's and Grain's state. Wall time, interleaved: run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -38,19 +35,13 @@ def pipeline(data_dir: str, batch: int, crop: int, symbolic: bool):
 
     from video_tfrecords import clip_dataset
 
-    ds = clip_dataset(
-        "train", data_dir=data_dir, num_frames=NUM_FRAMES, batch_size=batch, seed=SEED,
-        crop_size=(crop, crop), flip=True,
-    )  # fmt: skip
+    ds = clip_dataset("train", data_dir=data_dir, num_frames=NUM_FRAMES, batch_size=batch,
+                      seed=SEED, crop_size=(crop, crop), flip=True)  # fmt: skip
     if not symbolic:
         options = tf.data.Options()
         options.experimental_symbolic_checkpoint = False
         ds = ds.with_options(options)
     return ds
-
-
-def folder_bytes(folder: str) -> int:
-    return sum(os.path.getsize(os.path.join(folder, name)) for name in os.listdir(folder))
 
 
 def clip_dataset_round(data_dir, batch, crop, symbolic) -> dict:
@@ -68,7 +59,7 @@ def clip_dataset_round(data_dir, batch, crop, symbolic) -> dict:
         start = time.perf_counter()
         path = tf.train.Checkpoint(data=iterator).write(os.path.join(folder, "data"))
         save = time.perf_counter() - start
-        size = folder_bytes(folder)
+        size = sum(os.path.getsize(os.path.join(folder, name)) for name in os.listdir(folder))
         expected = next(iterator)[1].numpy()
         del iterator
         start = time.perf_counter()
@@ -144,11 +135,10 @@ def main():
                         ("explicit", "clip_dataset, explicit checkpoint")):  # fmt: skip
         runs = results[kind]
         series = {k: [r[k] for r in runs] for k in runs[0]}
-        rows.append([
-            label, f"{median(series['bytes']):,.0f}", f"{median(series['save']):.0f}",
-            (f"{median(series['restore']):.0f} vs {median(series['first']):.0f}: "
-             f"{ratio(series['restore'], series['first'])}x"),
-        ])  # fmt: skip
+        restart = (f"{median(series['restore']):.0f} vs {median(series['first']):.0f}: "
+                   f"{ratio(series['restore'], series['first'])}x")  # fmt: skip
+        rows.append([label, f"{median(series['bytes']):,.0f}", f"{median(series['save']):.0f}",
+                     restart])  # fmt: skip
     rows += loader_states(data_dir, batch, crop)
     print("\n".join(table(
         ["reader", "state bytes", "save ms", "restart to first batch ms: restored vs new"], rows

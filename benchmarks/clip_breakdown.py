@@ -1,10 +1,5 @@
 """Where a clip_dataset clip's CPU time goes: each step of a batch read timed in the threads that
-run it, the rest of the process (tf.data) by difference.
-
-`Timers.install()` wraps the functions a read calls (records, parsing, checks, planning, the
-JPEG decoder) with timers (`Timers`); `parts()` turns their inclusive times into the exclusive
-parts of a read, in ms per clip, which add up to the process's CPU time.
-"""
+run it (`Timers`), the rest of the process (tf.data) by difference. Part of `clip_dataset_speed`."""
 
 from __future__ import annotations
 
@@ -41,68 +36,37 @@ PARTS = (
 )
 
 
-def _owner(where: str):
-    import importlib
-
-    module, _, attribute = where.partition(":")
-    found = importlib.import_module(module)
-    return getattr(found, attribute) if attribute else found
-
-
 class Timers:
-    """Per-step seconds of the threads that ran each step (all threads, summed).
-
-    Steps are timed with the wall clock (a CPU clock costs a system call, about 1 us, which
-    the 50 steps of a clip would add up to a tenth of its time); a batch read's CPU time
-    (`time.thread_time`, one pair a batch) then scales the steps within it to the CPU time
-    they took. A read thread's wall time beyond its CPU time (it was preempted) is so spread
-    over its steps in proportion. Not locked: clip_dataset on one core reads one batch at
-    a time.
-    """
+    """Per-step seconds of the threads that ran each step (all threads, summed), the steps'
+    functions wrapped in place. Steps are timed with the wall clock (a CPU clock costs a system
+    call, about 1 us, which the 50 steps of a clip would add up to a tenth of its time); a batch
+    read's CPU time (`time.thread_time`, one pair a batch) then scales the steps within it to the
+    CPU time they took (a preempted read thread's wall time so spread over its steps). Not locked:
+    clip_dataset on one core reads one batch at a time."""
 
     def __init__(self):
+        import importlib
+
         self.seconds: dict[str, float] = defaultdict(float)
-        self.clips = 0
-        self.read_cpu = 0.0
-        self._originals = []
-
-    def install(self) -> Timers:
+        self.clips, self.read_cpu = 0, 0.0
         for label, where, name in STEPS:
-            owner = _owner(where)
-            original = getattr(owner, name)
-            self._originals.append((owner, name, original))
-            timed = self._timed_read if label == "read" else self._timed
-            setattr(owner, name, timed(label, original))
-        return self
-
-    def uninstall(self) -> None:
-        for owner, name, original in reversed(self._originals):
-            setattr(owner, name, original)
-        self._originals.clear()
+            module, _, attribute = where.partition(":")
+            owner = importlib.import_module(module)
+            owner = getattr(owner, attribute) if attribute else owner
+            setattr(owner, name, self._timed(label, getattr(owner, name)))
 
     def _timed(self, label, original):
-        seconds, clock = self.seconds, time.perf_counter
+        seconds, clock, read = self.seconds, time.perf_counter, label == "read"
 
         def timed(*args, **kwargs):
-            start = clock()
+            start, cpu = clock(), time.thread_time() if read else 0.0
             try:
                 return original(*args, **kwargs)
             finally:
                 seconds[label] += clock() - start
-
-        return timed
-
-    def _timed_read(self, label, original):
-        seconds, clock = self.seconds, time.perf_counter
-
-        def timed(reader, indices, seeds):
-            start, cpu = clock(), time.thread_time()
-            try:
-                return original(reader, indices, seeds)
-            finally:
-                self.read_cpu += time.thread_time() - cpu
-                seconds[label] += clock() - start
-                self.clips += len(indices)
+                if read:  # BatchReader.read(indices, seeds)
+                    self.read_cpu += time.thread_time() - cpu
+                    self.clips += len(args[1])
 
         return timed
 
@@ -113,23 +77,17 @@ class Timers:
     def parts(self, process_seconds: float) -> dict[str, float]:
         """ms per clip of each of PARTS, from the steps' times and the process's CPU seconds
         over the same reads."""
-        s, clips = dict(self.seconds), max(self.clips, 1)
+        s = dict(self.seconds)
         scale = self.read_cpu / s["read"] if s.get("read") else 0.0  # wall time -> CPU time
         get = lambda label: s.get(label, 0.0) * scale
-        parts = {
-            "record": get("record"),
-            "parse": get("parse"),
-            "values": get("interpret") - get("parse") - get("record_crc"),
-            "record_crc": get("record_crc"),
-            "plan": get("plan"),
-            "frame_crc": get("frame_crc"),
-            "headers": get("decode_rgb") - get("jpeg"),  # header checks, the decoder's call
-            "jpeg": get("jpeg"),
-        }
+        parts = {label: get(label) for label in ("record", "parse", "record_crc", "plan",
+                                                 "frame_crc", "jpeg")}  # fmt: skip
+        parts["values"] = get("interpret") - get("parse") - get("record_crc")
+        parts["headers"] = get("decode_rgb") - get("jpeg")  # header checks, the decoder's call
         inside = get("record") + get("interpret") + get("plan") + get("frame_crc")
         parts["assembly"] = get("read") - inside - get("decode_rgb")
         parts["tf_data"] = process_seconds - self.read_cpu
-        return {label: 1000 * value / clips for label, value in parts.items()}
+        return {label: 1000 * value / max(self.clips, 1) for label, value in parts.items()}
 
 
 def breakdown_child(data_dir, num_frames, stride, rounds, cpu, connection):
@@ -139,13 +97,14 @@ def breakdown_child(data_dir, num_frames, stride, rounds, cpu, connection):
     from clip_dataset_speed import limit_reader, new_pipeline
 
     from timing import pin, settled
+    from video_tfrecords import ClipSource
 
     pin({cpu})
     limit = limit_reader(data_dir, num_frames, stride)
-    timers = Timers().install()
+    timers = Timers()
     iterator = iter(new_pipeline(data_dir, num_frames, stride))
     batch = len(next(iterator)[1])  # (traced and started)
-    epoch = _records(data_dir)
+    epoch = len(ClipSource("train", data_dir=str(data_dir), num_frames=1))
     results = {"limit": [], "re-reads": [], "first reads": []}
 
     def timed(batches) -> dict[str, float]:
@@ -170,12 +129,6 @@ def breakdown_child(data_dir, num_frames, stride, rounds, cpu, connection):
             results["re-reads"].append(again)
             results["first reads"].append(first)
     connection.send(results)
-
-
-def _records(data_dir) -> int:
-    from video_tfrecords import ClipSource
-
-    return len(ClipSource("train", data_dir=str(data_dir), num_frames=1))
 
 
 def report(data_dir, num_frames, stride, rounds, cpu) -> None:

@@ -23,26 +23,15 @@ def in_child(target, *args):
     return result
 
 
-def scaling_child(data_dir, num_frames, stride, cpus, batches, connection):
-    """Wall-clock clips/s of clip_dataset on `cpus`, after a warm-up."""
-    pin(cpus)
-    from clip_dataset_speed import BATCH, new_pipeline
-
-    iterator = iter(new_pipeline(data_dir, num_frames, stride, seed=None))
-    for _ in range(3):
-        next(iterator)
-    start = time.perf_counter()
-    for _ in range(batches):
-        next(iterator)
-    connection.send(batches * BATCH / (time.perf_counter() - start))
-
-
-def user_child(kind, data_dir, num_frames, stride, batches, connection):
-    """As a new user runs it: every core, default settings; (CPU ms per clip, clips/s)."""
+def pipeline_child(kind, data_dir, num_frames, stride, batches, cpus, connection):
+    """(CPU ms per clip, clips/s of wall time) of a pipeline after 3 warm-up batches: clip_dataset
+    ("new"; "unseeded": seed=None) or the old TF path ("old"), on `cpus` (None: every core)."""
+    if cpus:
+        pin(cpus)
     from clip_dataset_speed import BATCH, new_pipeline, old_pipeline
 
-    make = new_pipeline if kind == "new" else old_pipeline
-    iterator = iter(make(data_dir, num_frames, stride))
+    make = {"new": new_pipeline, "unseeded": partial(new_pipeline, seed=None), "old": old_pipeline}
+    iterator = iter(make[kind](data_dir, num_frames, stride))
     for _ in range(3):
         next(iterator)
     cpu, wall = time.process_time(), time.perf_counter()
@@ -57,19 +46,17 @@ def report(data_dir, num_frames, stride, batches) -> None:
     """Prints the scaling and the new user's comparison."""
     pin(range(os.cpu_count()))
     cpus = sorted(os.sched_getaffinity(0))
-    rates = {}
+    run, args = partial(in_child, pipeline_child), (data_dir, num_frames, stride, batches)
+    one, both = "one core", f"{len(cpus)} cores"
+    rates = {one: [], both: []}
     for _ in range(3):
-        for name, on in (("one core", cpus[-1:]), (f"{len(cpus)} cores", cpus)):
-            rate = in_child(scaling_child, data_dir, num_frames, stride, set(on), batches)
-            rates.setdefault(name, []).append(rate)
-    (one, one_rates), (both, both_rates) = rates.items()
+        for name, on in ((one, cpus[-1:]), (both, cpus)):
+            rates[name].append(run("unseeded", *args, set(on))[1])
     print(f"\nScaling, {num_frames}-frame clips, unseeded, clips/s of wall time (median of 3): "
-          f"{one} {median(one_rates):.1f}, {both} {median(both_rates):.1f}: "
-          f"{ratio(both_rates, one_rates)}x")  # fmt: skip
-    user = interleave(  # each alone on the machine in turn, unpinned
-        {kind: partial(in_child, user_child, kind, data_dir, num_frames, stride, batches)
-         for kind in ("old", "new")}, 3,
-    )  # fmt: skip
+          f"{one} {median(rates[one]):.1f}, {both} {median(rates[both]):.1f}: "
+          f"{ratio(rates[both], rates[one])}x")  # fmt: skip
+    # each alone on the machine in turn, on every core
+    user = interleave({kind: partial(run, kind, *args, None) for kind in ("old", "new")}, 3)
     cpu = {kind: [ms for ms, _ in results] for kind, results in user.items()}
     rate = {kind: [per_second for _, per_second in results] for kind, results in user.items()}
     print(f"As a new user runs it ({num_frames} frames, every core, default settings, median "

@@ -1,11 +1,9 @@
 """`clip_dataset` per core against the JPEG-decode limit and the old TF path, and on 2 cores.
 
-Readers take turns on one core, each in its own pinned process, charged all its CPU time since
-its last turn: the limit (simplejpeg decoding the clip's JPEGs held in memory, nothing else);
-clip_dataset re-reading (one long-lived pipeline) and reading records for the first time (a new
-pipeline each turn, timed from its second batch); the old TF path (`tfds.load` + ClipDecoder).
-Then where a clip's time goes, step by step (`clip_breakdown`), and clips/s on both cores
-against one and against the old path as a new user runs it (`clip_dataset_cores`).
+Readers take turns on one core, each in its own pinned process charged all its CPU time since its
+last turn: the limit (simplejpeg on the clip's JPEGs in memory), clip_dataset re-reading (one
+pipeline) and first reads (a new pipeline a turn), the old TF path. Then `clip_breakdown` and
+`clip_dataset_cores`.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ import clip_dataset_cores
 
 import builds
 import video_sets
-from timing import arguments, interleave, log, median, one_cpu, pin, ratio, settled, table
+from timing import HERE, arguments, interleave, log, median, one_cpu, pin, ratio, settled, table
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -74,14 +72,10 @@ def limit_reader(data_dir, num_frames, stride):
     from video_tfrecords.records.example_parser import parse_example
 
     source = ClipSource("train", data_dir=data_dir, num_frames=num_frames, stride=stride)
-    videos = [
-        [bytes(f) for f in parse_example(source.reader.read(i))["video"]]
-        for i in range(len(source))
-    ]
-    clips = [
-        [frames[i] for i in decode_np.plan_np(source.spec, frames, SEED)["indices"].ravel()]
-        for frames in videos
-    ]
+    videos = [[bytes(f) for f in parse_example(source.reader.read(i))["video"]]
+              for i in range(len(source))]  # fmt: skip
+    clips = [[frames[i] for i in decode_np.plan_np(source.spec, frames, SEED)["indices"].ravel()]
+             for frames in videos]  # fmt: skip
     position = 0
 
     def read(n):
@@ -167,14 +161,10 @@ def first_reads_reader(data_dir, num_frames, stride):
 def serve(kind, data_dir, num_frames, stride, cpu, connection):
     """A reader process: pinned to `cpu`, answers each turn with (CPU seconds, clips)."""
     pin({cpu})
-    if kind == "limit":
-        read = limit_reader(data_dir, num_frames, stride)
-    elif kind == "new":
-        read = pipeline_reader(lambda: new_pipeline(data_dir, num_frames, stride))
-    elif kind == "old":
-        read = pipeline_reader(lambda: old_pipeline(data_dir, num_frames, stride))
-    else:
-        read = first_reads_reader(data_dir, num_frames, stride)
+    make = {"limit": limit_reader, "first": first_reads_reader,
+            "new": lambda *args: pipeline_reader(lambda: new_pipeline(*args)),
+            "old": lambda *args: pipeline_reader(lambda: old_pipeline(*args))}  # fmt: skip
+    read = make[kind](data_dir, num_frames, stride)
     connection.send("ready")
     last = time.process_time()
     while (n := connection.recv()) is not None:
@@ -199,9 +189,8 @@ def per_core(data_dir, num_frames, stride, rounds, clips) -> dict[str, list[floa
     processes, connections = {}, {}
     for kind in READERS:
         parent, child = context.Pipe()
-        process = context.Process(
-            target=serve, args=(kind, data_dir, num_frames, stride, one_cpu(), child)
-        )
+        process = context.Process(target=serve, args=(kind, data_dir, num_frames, stride,
+                                                      one_cpu(), child))  # fmt: skip
         process.start()
         processes[kind], connections[kind] = process, parent
 
@@ -227,24 +216,25 @@ def per_core(data_dir, num_frames, stride, rounds, clips) -> dict[str, list[floa
 
 
 def main():
-    parser = arguments(__doc__, "clip_dataset")
-    parser.add_argument("--rounds", type=int, help="default 9 (--quick: 3)")
+    parser = arguments(__doc__, "clip_dataset", rounds=9, quick_rounds=3, cpu=False)
     parser.add_argument("--manual_dir", help="your videos instead: a folder with train.txt")
+    parser.add_argument("--real", action="store_true", help="real footage (bikes.mp4 windows)")
     parser.add_argument("--breakdown", action="store_true", help="only where a clip's time goes")
     args = parser.parse_args()
-    rounds = args.rounds or (3 if args.quick else 9)
+    if args.real:  # video_sets.kinetics_like_set, kept with the real clips
+        args.manual_dir = video_sets.kinetics_like_set(os.path.join(HERE, "out", "real"))
     batches = 8 if args.quick else 30
     data_dir, records, what = dataset(args)
     if records < 2 * BATCH:  # a first-reads turn is one epoch, less its untimed first batch
         sys.exit(f"clip_dataset_speed needs at least {2 * BATCH} records; {what}.")
     if args.breakdown:
-        return clip_breakdown.report(data_dir, LENGTHS[0], STRIDE, rounds, one_cpu())
+        return clip_breakdown.report(data_dir, LENGTHS[0], STRIDE, args.rounds, one_cpu())
     pin({one_cpu()})
-    print(f"clip_dataset per core, {what}, stride {STRIDE}, batch {BATCH}, {rounds} rounds, "
+    print(f"clip_dataset per core, {what}, stride {STRIDE}, batch {BATCH}, {args.rounds} rounds, "
           "CPU ms per clip (median)\n")  # fmt: skip
     rows = []
     for num_frames in LENGTHS:
-        times = per_core(data_dir, num_frames, STRIDE, rounds, 4 * records)
+        times = per_core(data_dir, num_frames, STRIDE, args.rounds, 4 * records)
         m = {kind: median(values) for kind, values in times.items()}
         rows.append([
             f"{num_frames} frames",
@@ -256,7 +246,7 @@ def main():
         "clip", "limit", "clip_dataset re-reads", "first reads", "old TF path", "re-reads / limit",
         "first reads / limit", "re-reads / old", "first reads / old",
     ], rows)))  # fmt: skip
-    clip_breakdown.report(data_dir, LENGTHS[0], STRIDE, rounds, one_cpu())
+    clip_breakdown.report(data_dir, LENGTHS[0], STRIDE, args.rounds, one_cpu())
     clip_dataset_cores.report(data_dir, LENGTHS[0], STRIDE, batches)
 
 

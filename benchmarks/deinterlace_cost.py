@@ -1,12 +1,9 @@
 """Build cost per frame with deinterlacing on and off, on progressive and interlaced input.
 
-Real footage: `bikes.mp4` (video_sets.py; 640x272, 25 fps H.264, progressive) as shipped, and
-woven into interlaced video as tests/test_deinterlace.py makes it (picture k's fields from
-frames 2k and 2k + 1): MPEG-2 in MPEG-PS and H.264 MBAFF in MPEG-TS, flagged interlaced by
-FFmpeg. Each variant is the build's whole per-video work (`encoding.encode_video` with the
-`default` config: decode, bwdif when on, resize to short side 256, JPEG q90) on one pinned
-core; CPU ms per decoded frame, interleaved rounds, on / off ratios per input. Progressive
-input must cost the same and store the same bytes with deinterlacing on.
+`bikes.mp4` as shipped (progressive), and woven into interlaced MPEG-2 (PS) and H.264 MBAFF (TS) as
+tests/test_deinterlace.py makes it. The build's whole per-video work (`encoding.encode_video`) on
+one pinned core, CPU ms per frame, interleaved rounds; progressive input must cost and store the
+same.
 """
 
 from __future__ import annotations
@@ -64,18 +61,14 @@ def main() -> None:
         same = jpegs_on == jpegs_off
         if same != name.startswith("progressive"):
             raise RuntimeError(f"{name}: deinterlacing {'changed' if same else 'kept'} the frames")
-    measures = {
-        (name, key): (lambda p=path, c=config: cpu_time(lambda: build_work(p, c)))
-        for name, path in paths.items()
-        for key, config in configs.items()
-    }
-    times = interleave(measures, args.rounds)
+    times = interleave({(name, key): (lambda p=path, c=config: cpu_time(lambda: build_work(p, c)))
+                        for name, path in paths.items() for key, config in configs.items()},
+                       args.rounds)  # fmt: skip
     rows = []
     for name in paths:
         per_frame = {key: [t / counts[name] for t in times[(name, key)]] for key in configs}
-        off, on_ = per_frame["off"], per_frame["on"]
-        ms = [f"{median(off) * 1e3:.3f}", f"{median(on_) * 1e3:.3f}"]
-        rows.append([name, counts[name], *ms, ratio(on_, off)])
+        ms = [f"{median(per_frame[key]) * 1e3:.3f}" for key in ("off", "on")]
+        rows.append([name, counts[name], *ms, ratio(per_frame["on"], per_frame["off"])])
     header = ["input", "frames", "deinterlace=False", 'deinterlace="auto"', "auto / False"]
     print(f"Build work per frame (decode, deinterlace, resize to 256p, JPEG q90), CPU ms on one "
           f"core, {rounds_note(args.rounds)}. Progressive frames stored byte-identical either "

@@ -1,13 +1,7 @@
 """What `from video_tfrecords import ClipSource` costs a fresh process (each spawned DataLoader
 worker pays it): wall and CPU seconds, and whether it loads TensorFlow, TFDS, PyAV or the builder.
-
-    python benchmarks/run.py imports                      # this checkout
-    python benchmarks/run.py imports --against OLD_TREE   # and another checkout, interleaved
-
-`--against` takes the root of another checkout of the package (e.g. `git worktree add
-/tmp/old 906e725`): both trees are imported by a fresh interpreter in turn, round after round,
-and the table gives the ratio of their per-round times.
-"""
+`--against OLD_TREE` (another checkout's root, e.g. `git worktree add /tmp/old REV`) imports both
+trees in turn, round after round, and gives the ratio of their per-round times."""
 
 from __future__ import annotations
 
@@ -15,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 
 from timing import ROOT, arguments, interleave, log, median, ratio, table
 
@@ -47,15 +42,14 @@ def main() -> None:
     parser = arguments(__doc__, "imports", rounds=15, quick_rounds=3, cpu=False)  # --out: unused
     parser.add_argument("--against", default=None, help="the root of another checkout")
     args = parser.parse_args()
-    rounds = args.rounds
     trees = {"this tree": ROOT}
     if args.against:
         trees["--against"] = os.path.abspath(args.against)
     rows = []
     for what, statement in STATEMENTS.items():
         log(f"{what}: {statement}")
-        measures = {name: (lambda t=tree: measure(t, statement)) for name, tree in trees.items()}
-        results = interleave(measures, rounds)
+        results = interleave({name: partial(measure, tree, statement)
+                              for name, tree in trees.items()}, args.rounds)  # fmt: skip
         walls = {name: [r["wall"] for r in runs] for name, runs in results.items()}
         cpus = {name: [r["cpu"] for r in runs] for name, runs in results.items()}
         for name in trees:

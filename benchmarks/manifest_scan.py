@@ -1,16 +1,9 @@
 """make_manifests kinetics on 100k empty videos in class folders and a 100k-line CSV, then the
 build's check of the manifests it wrote.
 
-Kinetics-700 has 650k videos: finding them must be one walk of --videos, not a glob per
-CSV line. The set is 95% found (half by the downloaders' full name, half by bare id),
-5% absent as in real downloads, plus files no line names; one line in 16 is validation's.
-Times the command line (its imports included) and, in-process, the walk alone and the
-whole conversion; then what a build checks before decoding anything: every manifest read
-and checked (`manifest.read_dataset`: JSON, labels, duplicates) and the videos in several
-splits found (`manifest.in_several_splits`, over the paths as the build resolves them).
-The files were just written, so the walk reads a warm page cache; a cold disk is slower.
-
-    python benchmarks/run.py manifest_scan [--files 100000] [--rounds 3] [--quick]
+Finding 650k videos must be one walk of --videos, not a glob per CSV line. 95% of the lines found
+(by full name or bare id), 5% absent, plus files no line names. Times the command line (imports
+included), the walk alone, the whole conversion, and the build's manifest check (warm page cache).
 """
 
 from __future__ import annotations
@@ -84,17 +77,14 @@ def main() -> None:
         annotations, videos = make_set(root, args.files, args.classes)
         log(f"set written in {time.perf_counter() - started:.1f} s")
         command = [sys.executable, "-m", "video_tfrecords.make_manifests", "kinetics"]
-        times = {
-            "command line": [], "walk (VideoIndex)": [], "conversion, in-process": [],
-            "manifest check (`read_dataset`)": [], "videos in several splits": [],
-        }  # fmt: skip
+        times = {name: [] for name in (
+            "command line", "walk (VideoIndex)", "conversion, in-process",
+            "manifest check (`read_dataset`)", "videos in several splits")}  # fmt: skip
         for number in range(args.rounds):
             out = os.path.join(root, f"out{number}")
             started = time.perf_counter()
-            subprocess.run(
-                [*command, "--annotations", annotations, "--videos", videos, "--out", out],
-                check=True, stdout=subprocess.DEVNULL,
-            )  # fmt: skip
+            subprocess.run([*command, "--annotations", annotations, "--videos", videos, "--out",
+                            out], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
             times["command line"].append(time.perf_counter() - started)
             started = time.perf_counter()
             common.VideoIndex(videos)

@@ -1,18 +1,12 @@
-"""The readers of peers and recipes, each in a worker process of its own, pinned to one CPU.
-
-    python benchmarks/peer_readers.py READER --cpu N     # then JSON lines on stdin
-
-Every library runs one thread. Requests, one JSON answer each: {"op": "open", "job": ...} opens
-the videos or the pipeline (start-up: its CPU seconds); {"op": "run", "job": ..., "save": DIR or
-null} reads the job's clips once: CPU seconds of decoding and, with job["resize"], of resizing
-(with `save`, each clip goes to DIR/NAME.npy, RGB, untimed). CPU time is the process's. The
-TorchCodec worker may run in another Python (--torchcodec_python): NumPy, OpenCV, torch only.
-"""
+"""The readers of peers and recipes, each in a worker process of its own, pinned to one CPU, every
+library on one thread, answering JSON lines on stdin: {"op": "open", "job": ...} (start-up CPU s)
+and {"op": "run", "job": ..., "save": DIR or null} (one read of the job's clips: CPU s of decoding
+and of resizing; `save`: each clip to DIR/NAME.npy, untimed). TorchCodec may run in
+another Python."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import json
 import os
@@ -75,8 +69,8 @@ class PyAvReader(Mp4Reader):
         container = av.open(path)
         stream = container.streams.video[0]
         stream.codec_context.thread_count = 1
-        packets = [(p.pts, p.is_keyframe) for p in container.demux(stream) if p.pts is not None]
-        packets.sort()
+        packets = sorted((p.pts, p.is_keyframe) for p in container.demux(stream)
+                         if p.pts is not None)  # fmt: skip
         pts = [p for p, _ in packets]
         keyframes = [i for i, (_, key) in enumerate(packets) if key]
         index = {p: i for i, p in enumerate(pts)}
@@ -178,31 +172,18 @@ class TorchCodecReader(Mp4Reader):
         return video.get_frames_at(indices).data.numpy()
 
 
-@dataclasses.dataclass
-class ClipStream:
-    """One job's clip_dataset pipeline, handed out clip by clip."""
-
-    batches: object  # iterator of (clips, labels) batches
-    names: list[str]  # file name of each example, in the split's order
-    pending: list  # clips of the current batch not handed out yet
-    position: int = 0  # clips handed out so far
-
-
 class TfReader:
-    """This project through TensorFlow: `clip_dataset` (tf.data over ClipSource). One ordered pass
-    after another (`training=False`, mode and crop as the job asks), so clip k of the stream is
-    example k % N of epoch k // N; with a seed, epoch e's clips are those of
-    `ClipSource(seed).set_epoch(e)`, the clips peers.py planned for epoch 0. A batch is one pass
-    (the job's count). tf.data decodes the next batch in the background while the pass is handed
-    out, so a pass is charged all the process's CPU time from the end of the previous one
-    (`background`), once the background work is done."""
+    """This project through TensorFlow: `clip_dataset`, one ordered pass (a batch) after another,
+    so clip k is example k % N of epoch k // N (with a seed, epoch 0's are the clips peers.py
+    planned). tf.data decodes the next batch in the background: a pass is charged all the
+    process's CPU time since the previous one ended, once that work is done (`background`)."""
 
     requires = ("tensorflow", "tensorflow_datasets", "video_tfrecords.input_pipeline")
     bgr = False
     background = True
 
     def __init__(self):
-        self.streams: dict[str, ClipStream] = {}
+        self.streams: dict[str, list] = {}  # key: [batches, file names, pending clips, position]
         self.mark = 0.0  # process CPU time when it last settled (end of an open or a pass)
 
     def open(self, job: dict) -> None:
@@ -216,10 +197,8 @@ class TfReader:
         spec = dict(job["spec"])
         seed = spec.pop("seed", None)
         spec.setdefault("mode", "random")
-        source = ClipSource(
-            "train", data_dir=job["data_dir"], config=job["config"],
-            version=job["version"], num_frames=1,
-        )  # fmt: skip
+        source = ClipSource("train", data_dir=job["data_dir"], config=job["config"],
+                            version=job["version"], num_frames=1)  # fmt: skip
         names = [_text(source[i]["filename"]) for i in range(len(source))]
         if "crop_size" not in spec:  # whole frames, all of one size (a box of that size)
             spec["crop_size"] = tuple(source[0]["video"].shape[1:3])
@@ -230,18 +209,18 @@ class TfReader:
         )  # fmt: skip
         batches = iter(dataset.as_numpy_iterator())
         first = list(next(batches)[0])  # handed out first: the stream does not move on
-        self.streams[job["key"]] = ClipStream(batches, names, first)
+        self.streams[job["key"]] = [batches, names, first, 0]
         self.mark = settled()
 
     def clips(self, job: dict):
         """Yields (video file name, clip) for the next `count` clips of the stream."""
         stream = self.streams[job["key"]]
+        batches, names, pending, _ = stream
         for _ in range(job["count"]):
-            if not stream.pending:
-                stream.pending = list(next(stream.batches)[0])
-            name = stream.names[stream.position % len(stream.names)]
-            stream.position += 1
-            yield name, stream.pending.pop(0)
+            if not pending:
+                pending.extend(next(batches)[0])
+            stream[3] += 1
+            yield names[(stream[3] - 1) % len(names)], pending.pop(0)
 
 
 def _text(value) -> str:
@@ -259,8 +238,7 @@ class TfFreeReader:
         import cv2
 
         cv2.setNumThreads(1)
-        self.sources = {}
-        self.positions = {}
+        self.sources, self.positions = {}, {}
 
     def open(self, job: dict) -> None:
         """Opens the dataset's ClipSource and reads its first clip (start-up, as for TF)."""

@@ -1,11 +1,7 @@
 """Source videos of peers and recipes: H.264 mp4s (libx264 defaults, a keyframe exactly every
-GOP frames) at two sizes and two GOP lengths, both GOPs encoding the same frames.
-
-Generated scenes by default: a 1/f "pink" luminance texture as natural images have, smooth
-colour, a panning camera, textured objects moving across, grain, a cut every 4 s (about as hard
-for H.264 and JPEG as real footage, unlike `tests/synthetic.moving_frames`). `--real`: windows of
-`bikes.mp4` (640x272), and `bigbuckbunny.mp4` (1280x720, 132 frames) looped to 10 s.
-"""
+GOP frames) at two sizes and two GOP lengths, both GOPs encoding the same frames. Generated scenes
+(1/f texture, panning camera, moving objects, grain, a cut every 4 s: about as hard for H.264 and
+JPEG as real footage), or `--real`: windows of bikes.mp4, bigbuckbunny.mp4 looped to 10 s."""
 
 from __future__ import annotations
 
@@ -48,8 +44,7 @@ def pink_field(rng: np.random.Generator, height: int, width: int, slope: float) 
 def textured_rgb(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
     """An RGB float image: 1/f luminance detail with smoother, weaker colour (as in photos)."""
     luma = 115 + 48 * pink_field(rng, height, width, 1.6)
-    cb = 14 * pink_field(rng, height, width, 2.0)
-    cr = 14 * pink_field(rng, height, width, 2.0)
+    cb, cr = (14 * pink_field(rng, height, width, 2.0) for _ in range(2))  # cb drawn first
     rgb = np.stack([luma + 1.402 * cr, luma - 0.344 * cb - 0.714 * cr, luma + 1.772 * cb], -1)
     return np.clip(rgb, 0, 255).astype(np.float32)
 
@@ -73,8 +68,7 @@ def scene_frames(rng: np.random.Generator, count: int, height: int, width: int) 
     grain = [rng.normal(0, 1.0, (height, width, 1)).astype(np.float32) for _ in range(7)]
     frames = np.empty((count, height, width, 3), np.uint8)
     for t in range(count):
-        x0 = (room[0] - 2) / 2 + speed[0] * (t - count / 2)
-        y0 = (room[1] - 2) / 2 + speed[1] * (t - count / 2)
+        x0, y0 = (room - 2) / 2 + speed * (t - count / 2)
         shift = np.float32([[1, 0, -x0], [0, 1, -y0]])
         frame = cv2.warpAffine(background, shift, (width, height), flags=cv2.INTER_LINEAR)
         for patch, mask, start, velocity in objects:
@@ -98,39 +92,29 @@ def natural_frames(num_frames: int, height: int, width: int, seed: int) -> np.nd
     """RGB uint8 [T, H, W, 3]: shots of SCENE_SECONDS each, cut to one another."""
     rng = np.random.default_rng(seed)
     shot = SCENE_SECONDS * FPS
-    parts = [
-        scene_frames(rng, min(shot, num_frames - first), height, width)
-        for first in range(0, num_frames, shot)
-    ]
-    return np.concatenate(parts)
+    return np.concatenate([scene_frames(rng, min(shot, num_frames - first), height, width)
+                           for first in range(0, num_frames, shot)])  # fmt: skip
 
 
 def real_frames(folder: str, index: int, num_frames: int, height: int, width: int) -> np.ndarray:
-    """Real footage at height x width: a window of bikes.mp4, or bigbuckbunny.mp4 looped."""
+    """Real footage at height x width: a window of bikes.mp4 (640x272), else bigbuckbunny.mp4
+    (1280x720, 132 frames) area-resized; looped, every other video mirrored."""
+    clip = video_sets.fetch_clip(folder, video_sets.BIKES if height <= 272 else video_sets.BUNNY)
+    frames = video_sets.read_rgb(clip)
     if height <= 272:
-        frames = video_sets.read_rgb(video_sets.fetch_clip(folder, video_sets.BIKES))
-        top = (frames.shape[1] - height) // 2
-        left = (frames.shape[2] - width) * index // 7 % (frames.shape[2] - width + 1)
+        top, room = (frames.shape[1] - height) // 2, frames.shape[2] - width
+        left = room * index // 7 % (room + 1)
         view = frames[:, top : top + height, left : left + width]
     else:
-        frames = video_sets.read_rgb(video_sets.fetch_clip(folder, video_sets.BUNNY))
         view = np.roll(frames, -17 * index, axis=0)
-    view = view[:, :, ::-1] if index % 2 else view  # every other video mirrored
+    view = view[:, :, ::-1] if index % 2 else view
     if view.shape[1:3] != (height, width):
-        view = np.stack(
-            [cv2.resize(f, (width, height), interpolation=cv2.INTER_AREA) for f in view]
-        )
-    repeats = -(-num_frames // len(view))
-    return np.ascontiguousarray(np.concatenate([view] * repeats)[:num_frames])
+        area = cv2.INTER_AREA
+        view = np.stack([cv2.resize(f, (width, height), interpolation=area) for f in view])
+    return np.ascontiguousarray(np.resize(view, (num_frames, *view.shape[1:])))
 
 
-def make_sets(
-    out: str,
-    layouts: list[tuple[int, int, int]],
-    videos: int,
-    num_frames: int,
-    real: bool,
-) -> list[SourceSet]:
+def make_sets(out: str, layouts: list, videos: int, num_frames: int, real: bool) -> list[SourceSet]:
     """The source sets, one per (height, width, GOP); encodes only videos not made before. The sets
     of one size share their frames (each GOP is an encoding of the same video)."""
     kind = "real" if real else "natural"

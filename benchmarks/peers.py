@@ -1,10 +1,7 @@
 """The peer table: this project's clip readers against the mp4 readers people use instead.
 
-Sources: peer_sources.py, `default` builds. Recipes: A, 64 consecutive frames; B, 16 frames at
-stride 2 (seeded start); C, 8 frames spread evenly (TSN). Every reader (peer_readers.py) gets the
-frames the project plans; its first pass must match FFmpeg's decode of the source (PSNR >= 30 dB
-to the planned frame, no better match among its +-2 neighbours). For 720p sources the mp4
-readers are also shown with their frames resized to the stored size.
+Every reader (peer_readers.py) gets the frames the project plans; its first pass must match
+FFmpeg's decode of the source (PSNR >= 30 dB, no better match among its +-2 neighbours).
 """
 
 from __future__ import annotations
@@ -71,12 +68,9 @@ class Worker:
         env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
         self.process = subprocess.Popen(
             [python, os.path.join(HERE, "peer_readers.py"), reader, "--cpu", str(cpu)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
             stderr=open(log_path, "w"),  # noqa: SIM115 - kept open for the worker's life
-            text=True,
-            env=env,
-        )
+        )  # fmt: skip
         self.error = self._answer().get("error")  # the worker's hello: ready, or why not
 
     def _answer(self) -> dict:
@@ -185,21 +179,11 @@ def job_for(dataset: Dataset, recipe: str, reader: str, resize: bool, **extra) -
     """What a worker needs to read one recipe's clips of one dataset."""
     key = f"{dataset.sources.name}/{recipe}"
     if reader in OURS:
-        return {
-            "key": key,
-            "data_dir": dataset.data_dir,
-            "config": "default",
-            "version": dataset.version,
-            "spec": dataset.specs[recipe],
-            "count": len(dataset.clips[recipe]),
-        }
-    return {
-        "key": key,
-        "paths": list(dataset.sources.paths),
-        "clips": dataset.clips[recipe],
-        "resize": list(dataset.stored_size) if resize else None,
-        **extra,
-    }
+        return {"key": key, "data_dir": dataset.data_dir, "config": "default",
+                "version": dataset.version, "spec": dataset.specs[recipe],
+                "count": len(dataset.clips[recipe])}  # fmt: skip
+    return {"key": key, "paths": list(dataset.sources.paths), "clips": dataset.clips[recipe],
+            "resize": list(dataset.stored_size) if resize else None, **extra}  # fmt: skip
 
 
 def psnr_to(frame: np.ndarray, reference: np.ndarray) -> float:
@@ -243,10 +227,8 @@ def check_clips(dataset: Dataset, recipe: str, folder: str, reference: dict) -> 
             near = [i for i in range(index - 2, index + 3) if i != index and i in frames]
             best = max((psnr_to(frame, frames[i]) for i in near), default=0.0)
             if own < MIN_PSNR or own < best - 0.5:
-                raise RuntimeError(
-                    f"{folder}: frame {index} of {name} has PSNR {own:.1f} dB to the planned "
-                    f"frame, {best:.1f} dB to a neighbour"
-                )
+                raise RuntimeError(f"{folder}: frame {index} of {name} has PSNR {own:.1f} dB to "
+                                   f"the planned frame, {best:.1f} dB to a neighbour")  # fmt: skip
             worst = min(worst, own)
     return worst
 
@@ -290,15 +272,10 @@ def measure(dataset: Dataset, recipe: str, workers: dict, rounds: int, tmp: str 
     return result  # fmt: skip
 
 
-def best_mp4(times: dict) -> list[float]:
-    """Per round, the CPU seconds per clip of the fastest mp4 reader of that round (`times`:
-    reader -> per-round seconds; empty if no mp4 reader was measured)."""
-    return [min(values) for values in zip(*(times[r] for r in MP4_READERS if r in times))]
-
-
 def against_best(times: dict) -> dict:
-    """Each of ours measured -> best mp4 reader's time / its own (`ratio`), round by round."""
-    best = best_mp4(times)
+    """Each of ours measured -> (round by round) the fastest mp4 reader's time / its own; `times`:
+    reader -> per-round seconds per clip."""
+    best = [min(values) for values in zip(*(times[r] for r in MP4_READERS if r in times))]
     return {r: ratio(best, times[r]) for r in OURS if r in times and best}
 
 
@@ -309,28 +286,24 @@ def cell(seconds: list[float]) -> str:
 
 
 def table_rows(dataset: Dataset, results: dict, readers: list[str]) -> list[list[str]]:
-    """Rows of one source set: one per recipe (two for larger sources)."""
-    rows = []
-    size = "large" if dataset.large else "small"
-    for with_resize in [False, True] if dataset.large else [False]:
-        for recipe, result in results.items():
-            times = dict(result.decode)
-            if with_resize:  # the mp4 readers' frames brought to the stored size
-                times.update({r: [d + z for d, z in zip(times[r], result.resize[r])]
-                              for r in MP4_READERS if r in times})  # fmt: skip
-            cells = [cell(times[r]) if r in times else "n/a" for r in readers]
-            ours = against_best(times)
-            target = TARGETS.get((size, recipe)) if (with_resize or not dataset.large) else None
-            verdict = ""
-            if target and ours:
-                reached = max(x.median for x in ours.values())
-                verdict = f">= {target}: {'yes' if reached >= target else 'no'}"
-            ratios = [str(ours.get(r, "n/a")) for r in OURS]
-            source = dataset.sources.name
-            if dataset.large:
-                stored = f"{dataset.stored_size[1]}x{dataset.stored_size[0]}"
-                source += f", mp4 resized to {stored}" if with_resize else ", mp4 at source size"
-            rows.append([source, f"{recipe}: {RECIPES[recipe]}", *cells, *ratios, verdict])
+    """Rows of one source set, one per recipe; from larger sources than stored, the mp4 readers'
+    frames are brought to the stored size, their resize counted."""
+    rows, source = [], dataset.sources.name
+    if dataset.large:
+        source += f", mp4 resized to {dataset.stored_size[1]}x{dataset.stored_size[0]}"
+    for recipe, result in results.items():
+        times = dict(result.decode)
+        if dataset.large:
+            times.update({r: [d + z for d, z in zip(times[r], result.resize[r])]
+                          for r in MP4_READERS if r in times})  # fmt: skip
+        cells = [cell(times[r]) if r in times else "n/a" for r in readers]
+        ours, verdict = against_best(times), ""
+        target = TARGETS.get(("large" if dataset.large else "small", recipe))
+        if target and ours:
+            reached = max(x.median for x in ours.values())
+            verdict = f">= {target}: {'yes' if reached >= target else 'no'}"
+        ratios = [str(ours.get(r, "n/a")) for r in OURS]
+        rows.append([source, f"{recipe}: {RECIPES[recipe]}", *cells, *ratios, verdict])
     return rows
 
 
@@ -376,18 +349,15 @@ def main() -> None:
     add_torchcodec_python(parser)
     args = parser.parse_args()
     videos = args.videos or (2 if args.quick else 6)
-    if args.quick:  # one GOP per size: a smoke run of every path in < 1 min
-        layouts, frames = [(128, 170, 80), (288, 512, 16)], 80
-    else:
-        layouts = [(h, w, g) for h, w in ((256, 340), (720, 1280)) for g in (32, 250)]
-        frames = 250
+    full = [(h, w, g) for h, w in ((256, 340), (720, 1280)) for g in (32, 250)]
+    quick = [(128, 170, 80), (288, 512, 16)]  # one GOP per size: every path in < 1 min
+    layouts, frames = (quick, 80) if args.quick else (full, 250)
     sets = peer_sources.make_sets(args.out, layouts, videos, frames, args.real)
     data_dirs = build_datasets(sets, args.out)
     spec_of = {recipe: partial(recipe_spec, recipe) for recipe in RECIPES}
     datasets = [plan_dataset(s, data_dirs[s.name], spec_of) for s in sets]
-    pythons = {reader: sys.executable for reader in args.readers}
-    if "torchcodec" in pythons:
-        pythons["torchcodec"] = args.torchcodec_python
+    pythons = {reader: args.torchcodec_python if reader == "torchcodec" else sys.executable
+               for reader in args.readers}  # fmt: skip
     logs, check = os.path.join(args.out, "logs"), os.path.join(args.out, "check")
     with started_workers(pythons, args.cpu, logs) as (workers, unavailable):
         all_results = {d.sources.name: {r: measure(d, r, workers, args.rounds, check)

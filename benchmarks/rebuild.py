@@ -1,15 +1,8 @@
 """Rebuilding a changed dataset: the CPU of an --overwrite rebuild against a clean build of it.
 
-One run. N synthetic 10-s 1280x720 H.264 videos (~0.65 core-s each to encode, Kinetics-like) are
-built with `num_workers=0`, the encoding cache kept (the default); then the manifest grows by
-10% and the same data dir is rebuilt with --overwrite; then one video file is replaced under
-its name and rebuilt again; then the videos are copied to another folder without their times
-and the manifest written again with their new paths, and rebuilt. Each rebuild is set against
-a clean build of the same videos (a fresh data dir, nothing kept). CPU: the build process's
-and its workers' user + system seconds, imports excluded (`builds.build_dataset`). Also: an
-unchanged rebuild (the check alone), the kept cache's bytes against the dataset's, and what
-knowing a video file costs (`file_identity`: a stat, or a stat and three 16 KiB reads) per
-10,000 files, in interleaved rounds (`--identity-only`: that part alone).
+The changes, in turn: the manifest grown 10%, one video file replaced, every video copied elsewhere
+without its times; each rebuild against a clean build of the same videos. CPU: the build process's
+and its workers' user + system seconds, imports excluded. Then what knowing a video file costs.
 """
 
 from __future__ import annotations
@@ -86,71 +79,61 @@ def check_at_scale(out: str, lines: int) -> tuple[float, float, float]:
     return used, seconds, size
 
 
-def identity_files(out: str, count: int) -> list[str]:
-    """`count` files of random bytes (kept between runs), in 100 folders."""
+def identity_table(out: str, quick: bool) -> None:
+    """What knowing a video file costs (`file_identity`), per 10,000 files of FILE_BYTES and at
+    650k (x65), median of interleaved rounds: a stat each (the check before videos were known by
+    content), the check of files the record vouches for, each file read (a first build; files
+    moved or copied without times) with the page cache warm and dropped. Then the whole check of
+    650k unchanged lines, and two records of 650k moved lines compared."""
+    from video_tfrecords.ingest import file_identity
+
+    count, rounds = (1000, 1) if quick else (10_000, 3)
+    timing.log(f"what knowing {count:,} files costs, {rounds} rounds")
     folder = pathlib.Path(out, "identity")
     paths = [str(folder / f"c{i % 100}" / f"{i:07d}.mp4") for i in range(count)]
     for path in paths:
-        if not os.path.exists(path) or os.path.getsize(path) != FILE_BYTES:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as f:
-                f.write(os.urandom(FILE_BYTES))
-    return paths
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        pathlib.Path(path).write_bytes(os.urandom(FILE_BYTES))
+    identities = file_identity.identities
+    known = {found[0]: found[1:] for found in identities(paths)}
 
+    def drop_page_cache():  # posix_fadvise: no root needed
+        for path in paths:
+            descriptor = os.open(path, os.O_RDONLY)
+            os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(descriptor)
 
-def drop_page_cache(paths: list[str]) -> None:
-    """Asks the kernel to forget the files' pages (posix_fadvise; no root needed)."""
-    for path in paths:
-        descriptor = os.open(path, os.O_RDONLY)
-        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(descriptor)
-
-
-def identity_cost(out: str, count: int, rounds: int) -> list[list[str]]:
-    """Rows: seconds and CPU s of knowing `count` files, per 10,000 and at 650k (x65), median
-    of `rounds` interleaved rounds: a stat each (the check before videos were known by
-    content), the check of files the record vouches for (a stat each and a look-up), and
-    each file read (a first build; files moved or copied without times), page cache warm and
-    dropped. Plus the comparison of 650k lines all moved (two records, in memory)."""
-    from video_tfrecords.ingest import file_identity
-
-    paths = identity_files(out, count)
-    known = {found[0]: found[1:] for found in file_identity.identities(paths)}
-
-    def timed(function, before=None):
+    def timed(function, before=lambda: None):
         def measure():
-            if before:
-                before()
+            before()
             start, cpu = time.perf_counter(), time.process_time()
             function()
             return time.perf_counter() - start, time.process_time() - cpu
 
         return measure
 
-    identities = file_identity.identities
-    measures = {
+    results = timing.interleave({
         "a stat each (before: path, size, mtime)": timed(lambda: [os.stat(p) for p in paths]),
         "unchanged: a stat each, vouched by the record": timed(lambda: identities(paths, known)),
         "each file read (new, moved, copied), page cache warm": timed(lambda: identities(paths)),
-        "each file read, page cache dropped": timed(lambda: identities(paths),
-                                                    lambda: drop_page_cache(paths)),
-    }  # fmt: skip
-    results = timing.interleave(measures, rounds)
-    scale = 10_000 / count
+        "each file read, page cache dropped": timed(lambda: identities(paths), drop_page_cache),
+    }, rounds)  # fmt: skip
+    shutil.rmtree(folder)
     rows = []
     for name, runs in results.items():
-        wall = timing.median([r[0] for r in runs]) * scale
-        cpu = timing.median([r[1] for r in runs]) * scale
-        rows.append([name, f"{wall:.2f} s, {cpu:.2f} CPU s",
-                     f"{wall * 65:.0f} s, {cpu * 65:.0f} CPU s"])  # fmt: skip
-    lines = 10_000 if count < 10_000 else 650_000
+        wall, cpu = (timing.median([r[k] for r in runs]) * 10_000 / count for k in (0, 1))
+        at_scale = f"{wall * 65:.0f} s, {cpu * 65:.0f} CPU s"
+        rows.append([name, f"{wall:.2f} s, {cpu:.2f} CPU s", at_scale])
+    lines = 10_000 if quick else 650_000
     timing.log(f"the whole check of {lines:,} lines")
     used, seconds, size = check_at_scale(out, lines)
     what = f"the whole check of {lines:,} unchanged lines (empty files): manifests, stats, "
-    what += f"record ({size:.0f} MiB) read and compared"
-    rows.append([what, "", f"{seconds:.1f} s, {used:.1f} CPU s"])
+    rows.append([f"{what}record ({size:.0f} MiB) read and compared", "",
+                 f"{seconds:.1f} s, {used:.1f} CPU s"])  # fmt: skip
     rows.append(["650,000 lines all moved: the two records compared", "", compare_moved(650_000)])
-    return rows
+    header = [f"Knowing {count:,} video files ({FILE_BYTES // 1024} KiB each)", "per 10k files",
+              "at 650k (x65)"]  # fmt: skip
+    print("\n".join(timing.table(header, rows)))
 
 
 def compare_moved(lines: int) -> str:
@@ -159,31 +142,18 @@ def compare_moved(lines: int) -> str:
     from video_tfrecords.ingest import changes
 
     def record(folder: str) -> dict:
-        videos = [
-            [i + 1, f"{folder}/c{i % 700}/{i:07d}.mp4", f"c{i % 700}", None,
-             f"{folder}/c{i % 700}/{i:07d}.mp4", 1_000_000 + i, 1, 1, f"{i:032x}"]
-            for i in range(lines)
-        ]  # fmt: skip
+        videos = [[i + 1, f"{folder}/c{i % 700}/{i:07d}.mp4", f"c{i % 700}", None,
+                   f"{folder}/c{i % 700}/{i:07d}.mp4", 1_000_000 + i, 1, 1, f"{i:032x}"]
+                  for i in range(lines)]  # fmt: skip
         split = {"file": "/m/train.txt", "sha256": "", "lines": lines, "videos": videos}
         return {"format": 2, "encoding_format": 5, "manual_dir": "/m", "config": {},
                 "class_names": [], "splits": {"train": split}}  # fmt: skip
 
-    old, new = record("/disk1"), record("/disk2")
-    found = []
+    old, new, found = record("/disk1"), record("/disk2"), []
     used = timing.cpu_time(lambda: found.extend(changes.differences(old, new)))
     if len(found) != 1 or "by another path: /disk1 -> /disk2" not in found[0]:
         raise RuntimeError(f"unexpected: {found}")
     return f"{used:.1f} CPU s, one line"
-
-
-def identity_table(out: str, quick: bool) -> None:
-    count, rounds = (1000, 1) if quick else (10_000, 3)
-    timing.log(f"what knowing {count:,} files costs, {rounds} rounds")
-    rows = identity_cost(out, count, rounds)
-    header = [f"Knowing {count:,} video files ({FILE_BYTES // 1024} KiB each)", "per 10k files",
-              "at 650k (x65)"]  # fmt: skip
-    print("\n".join(timing.table(header, rows)))
-    shutil.rmtree(pathlib.Path(out, "identity"))
 
 
 def main() -> None:

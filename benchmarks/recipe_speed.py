@@ -1,11 +1,8 @@
 """Training and test recipes: their cost over a plain clip, and against mp4 readers + torchvision.
 
-Data: peers.py's 340x256 sources, GOP 32. Part `cost`, one pinned process: each recipe's clip
-against a plain clip of the same frames at full size, TF graph (`ClipDecoder.sample`) and NumPy
-(`ClipSource.get`), and the floor with whole-frame decodes (the plain clip plus the work a
-recipe adds to them, timed alone). Part `peers`: SlowFast and VideoMAE training clips read by
-this project, and by PyAV and TorchCodec reading the mp4 then applying torchvision's v2
-transforms (torchvision must be in the readers' Python, else they are shown unavailable).
+On peers.py's 340x256 GOP 32 sources. `--part cost`, one pinned process: each recipe's clip against
+a plain clip of the same frames (TF graph and NumPy) and its floor with whole-frame decodes. `--part
+peers`: SlowFast and VideoMAE training clips, ours against PyAV and TorchCodec + torchvision v2.
 """
 
 from __future__ import annotations
@@ -23,38 +20,25 @@ import timing
 from timing import arguments, cpu_time, interleave, median, ratio, rounds_note, table
 
 SEED = 11
-COST_RECIPES = {
-    "jitter": (
-        "16 frames, stride 2, short side 256-320, 224 crop, flip",
-        {"num_frames": 16, "stride": 2, "short_side": (256, 320), "crop_size": (224, 224),
-         "flip": True},
-        {"num_frames": 16, "stride": 2},
-    ),
-    "resized": (
-        "16 frames, stride 2, random-resized crop 224",
-        {"num_frames": 16, "stride": 2, "crop": "resized", "crop_size": (224, 224)},
-        {"num_frames": 16, "stride": 2},
-    ),
-    "test views": (
-        "10 clips x 3 crops of 256, 16 frames, stride 2",
-        {"num_frames": 16, "stride": 2, "mode": "uniform", "num_clips": 10, "num_crops": 3,
-         "crop_size": (256, 256), "short_side": 256},
-        {"num_frames": 16, "stride": 2, "mode": "uniform", "num_clips": 10},
-    ),
+PLAIN = {"num_frames": 16, "stride": 2}
+COST_RECIPES = {  # name: (words, the recipe's clip arguments, its plain clip's)
+    "jitter": ("16 frames, stride 2, short side 256-320, 224 crop, flip",
+               {**PLAIN, "short_side": (256, 320), "crop_size": (224, 224), "flip": True}, PLAIN),
+    "resized": ("16 frames, stride 2, random-resized crop 224",
+                {**PLAIN, "crop": "resized", "crop_size": (224, 224)}, PLAIN),
+    "test views": ("10 clips x 3 crops of 256, 16 frames, stride 2",
+                   {**PLAIN, "mode": "uniform", "num_clips": 10, "num_crops": 3,
+                    "crop_size": (256, 256), "short_side": 256},
+                   {**PLAIN, "mode": "uniform", "num_clips": 10}),
 }  # fmt: skip
-PEER_RECIPES = {
-    "SlowFast train": (
-        "32 frames, stride 2, short side 256-320, 224 crop, flip",
-        {"num_frames": 32, "stride": 2, "short_side": (256, 320), "crop_size": (224, 224),
-         "crop": "random", "flip": True, "mode": "random", "seed": SEED},
-        "jitter_crop_flip",
-    ),
-    "VideoMAE train": (
-        "16 frames, stride 4, random-resized crop 224",
-        {"num_frames": 16, "stride": 4, "crop": "resized", "crop_size": (224, 224),
-         "mode": "random", "seed": SEED},
-        "resized_crop",
-    ),
+PEER_RECIPES = {  # name: (words, the clip's arguments, the mp4 readers' torchvision transform)
+    "SlowFast train": ("32 frames, stride 2, short side 256-320, 224 crop, flip",
+                       {"num_frames": 32, "stride": 2, "short_side": (256, 320), "crop": "random",
+                        "crop_size": (224, 224), "flip": True, "mode": "random", "seed": SEED},
+                       "jitter_crop_flip"),
+    "VideoMAE train": ("16 frames, stride 4, random-resized crop 224",
+                       {"num_frames": 16, "stride": 4, "crop": "resized", "crop_size": (224, 224),
+                        "mode": "random", "seed": SEED}, "resized_crop"),
 }  # fmt: skip
 MP4 = ("pyav", "torchcodec")
 OURS = ("tf_free", "tf")
@@ -116,16 +100,14 @@ def cost_part(data_dir: str, version: str, rounds: int, cpu: int) -> list[str]:
     header = ["recipe", "path", "recipe clip", "plain clip", "recipe / plain", "<= 1.2", "floor"]
     return [
         f"Recipe clip against a plain clip of the same frames at full size, CPU ms per clip on "
-        f"one core ({rounds_note(rounds)}), {len(videos)} records of 340x256:",
-        "",
-        *table(header, rows),
-        "",
+        f"one core ({rounds_note(rounds)}), {len(videos)} records of 340x256:", "",
+        *table(header, rows), "",
         "floor: (plain clip + the work a recipe adds to whole-frame decodes) / plain clip, that "
         "work timed alone in the same rounds: 16 bilinear resizes of a 179-224 px box to 224 "
         "(jitter: and a flip) by `resize_box`; test views: 3 crops of each of 160 frames copied "
         "into a reused output (a fresh one's page faults are not counted). The TF graph decodes "
         "only each box's window, so it can go below.",
-    ]
+    ]  # fmt: skip
 
 
 def unavoidable_work(name: str, frame: np.ndarray):
@@ -177,12 +159,10 @@ def peer_part(sources, data_dir: str, python: str, cpu: int, rounds: int, logs: 
             times = peers.measure(dataset, name, workers, rounds, None, transform=transform).decode
             rows.append([f"{name}: {label}", *recipe_cells(times, unavailable)])
     header = [peers.SHORT[r] + (" + torchvision" if r in MP4 else "") for r in OURS + MP4]
-    return [
-        f"Training recipes against mp4 readers + torchvision, {sources.name}, CPU ms per clip on "
-        f"one core (clips/s); {rounds_note(rounds)} of the best mp4 reader's time to ours:",
-        "",
-        *table(["recipe", *header, "best mp4 / ours TF-free", "best mp4 / ours TF", ">= 2"], rows),
-    ]
+    header += ["best mp4 / ours TF-free", "best mp4 / ours TF", ">= 2"]
+    return [f"Training recipes against mp4 readers + torchvision, {sources.name}, CPU ms per clip "
+            f"on one core (clips/s); {rounds_note(rounds)} of the best mp4 reader's time to ours:",
+            "", *table(["recipe", *header], rows)]  # fmt: skip
 
 
 def recipe_cells(times: dict, unavailable: dict) -> list[str]:

@@ -1,7 +1,7 @@
 """The benchmarks' one entry point: lists them, and runs one by name.
 
     python benchmarks/run.py --list              # every benchmark, with what it measures
-    python benchmarks/run.py NAME [ARGS...]      # e.g. overview --quick; NAME --help for its ARGS
+    python benchmarks/run.py NAME [ARGS...]      # e.g. peers --quick; NAME --help for its ARGS
 
 Each benchmark is a script of this folder, run as it is (markdown on stdout, progress on
 stderr); its description is its docstring's first line. Results: docs/performance.md.
@@ -15,11 +15,11 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCHMARKS = {  # name: script
-    "overview": "overview.py",
     "peers": "peers.py",
     "clip_dataset": "clip_dataset_speed.py",
     "checkpoint": "checkpoint_cost.py",
     "recipes": "recipe_speed.py",
+    "build_speed": "build_speed.py",
     "build_memory": "build_memory.py",
     "resume": "resume.py",
     "storage_quality": "storage_quality.py",

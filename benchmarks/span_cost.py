@@ -1,14 +1,9 @@
 """Building a 10 s span of a 5-minute video against building a pre-trimmed copy of the same 10 s.
 
-The long video: 5 minutes of synthetic Kinetics-like H.264 at 340x256, 25 fps (video_sets.py:
-CRF 18, preset veryfast, libx264's keyframes: at most 250 frames apart, and at scene cuts);
-the span is [152.3 s, 162.3 s), the 250 frames from 152.32 s (a JSON Lines line's `start`/
-`end`). The trimmed copy holds exactly those frames, encoded alike. Each variant is the build's
-whole per-video work (`encoding.encode_video`, `default` config: decode, JPEG q90) on one
-pinned core, CPU seconds, interleaved rounds; the span must store the trimmed copy's frames
-(same indices, PSNR) and the ratio says what seeking to the keyframe before the span costs.
-For scale, decoding the long video from its start to the span's end (what a build that could
-not seek would decode, before any JPEG) is timed too.
+Each variant is the build's whole per-video work (`encoding.encode_video`, `default`) on one pinned
+core, in interleaved rounds; the span must store the trimmed copy's frames (same indices, PSNR),
+and the ratio is what seeking to the keyframe before the span costs. Decoding the long video from
+its start to the span's end (a build that could not seek) is timed for scale.
 """
 
 from __future__ import annotations
@@ -48,7 +43,8 @@ def make(path: str, first: int, count: int) -> str:
 
 
 def span_task(path: str, start: float, end: float, config: VideoConfig) -> encoding.Task:
-    """The build's task for one JSON Lines line naming the span (as `BuildRun.encoding_tasks` makes it)."""
+    """The build's task for one JSON Lines line naming the span (as `BuildRun.encoding_tasks`
+    makes it)."""
     line = json.dumps({"path": path, "label": "x", "start": start, "end": end})
     folder = os.path.join(os.path.dirname(path), "manifest")
     os.makedirs(folder, exist_ok=True)
@@ -85,19 +81,15 @@ def keyframe_before(path: str, start: float) -> float:
 
     with av.open(path) as container:
         stream = container.streams.video[0]
-        keys = [
-            float(p.pts * stream.time_base)
-            for p in container.demux(stream)
-            if p.is_keyframe and p.pts is not None
-        ]
+        keys = [float(p.pts * stream.time_base) for p in container.demux(stream)
+                if p.is_keyframe and p.pts is not None]  # fmt: skip
     return max(t for t in keys if t <= start + 1e-6)
 
 
 def main() -> None:
     """Makes the videos, checks the span against the trimmed copy, times both; prints a table."""
     args = arguments(__doc__, "span", rounds=7).parse_args()
-    minutes = 1 if args.quick else 5
-    start = 30.3 if args.quick else 152.3
+    minutes, start = (1, 30.3) if args.quick else (5, 152.3)
     end = start + 10
     first = int(np.ceil(start * FPS - 1e-6))  # the first frame at or after `start`
     count = int(np.ceil(end * FPS - 1e-6)) - first
@@ -110,26 +102,20 @@ def main() -> None:
     trimmed = builds.whole_video(trimmed_path, config)
     worst = check(stored(span), stored(trimmed))  # also the warm-up
     count_to_end = lambda: video_io.count_frames(long_path, start=0.0, end=end)
-    measures = {
-        "span": lambda: cpu_time(lambda: stored(span)),
-        "trimmed": lambda: cpu_time(lambda: stored(trimmed)),
-        "decode from 0": lambda: cpu_time(count_to_end),
-    }
-    times = interleave(measures, args.rounds)
+    times = interleave({"span": lambda: cpu_time(lambda: stored(span)),
+                        "trimmed": lambda: cpu_time(lambda: stored(trimmed)),
+                        "decode from 0": lambda: cpu_time(count_to_end)}, args.rounds)  # fmt: skip
     keyframe = keyframe_before(long_path, start)
     print(f"Building a 10 s span [{start} s, {end} s) of a {minutes}-minute 340x256 H.264 video "
           f"(keyframe before it at {keyframe:.2f} s) against a pre-trimmed copy of its {count} "
           f"frames: CPU s on one core, {rounds_note(args.rounds)}. The span's frames match the "
           f"copy's (min PSNR {worst:.1f} dB; both are decodes of the same frames, encoded "
           "apart).\n")  # fmt: skip
-    rows = [
-        ["span of the long video", f"{median(times['span']):.3f}",
-         ratio(times["span"], times["trimmed"])],
-        ["pre-trimmed copy", f"{median(times['trimmed']):.3f}", "1"],
-        ["decode only, from 0 s to the span's end (no seek)",
-         f"{median(times['decode from 0']):.3f}",
-         ratio(times["decode from 0"], times["trimmed"])],
-    ]  # fmt: skip
+    names = {"span": "span of the long video", "trimmed": "pre-trimmed copy",
+             "decode from 0": "decode only, from 0 s to the span's end (no seek)"}
+    rows = [[what, f"{median(times[key]):.3f}",
+             "1" if key == "trimmed" else ratio(times[key], times["trimmed"])]
+            for key, what in names.items()]  # fmt: skip
     print("\n".join(table(["variant", "CPU s", "/ trimmed"], rows)))
 
 

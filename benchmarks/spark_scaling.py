@@ -1,17 +1,10 @@
 """Spark build: wall time on 2 executor cores against 1, and the driver planning 650k videos.
 
-Scaling: each core count builds the same 32 videos in a process of its own, into a fresh data
-dir (no cache to read back). The videos are 10 s, 300 frames of 1280x720, about 1 core-second
-each to build (a Kinetics video: 150 core-hours / 650k = 0.83). The driver's start-up (the JVM
-and session on `local[N]`, and TensorFlow, which TFDS's builder imports) is timed apart from
-the build (`spark_build.build`: planning, encoding tasks, shard tasks, metadata). Beside it, the
-floor: the same videos encoded by `encoding.encode` in a process pool of 1 and of 2 workers, no
-Spark (what the two cores give the encoding alone).
-Planning: `engines/grouped.tasks_in_groups` (manifests read and checked, one task per line, a stat per
-video, groups of even size) plus pickling the groups as Spark ships them, on a synthetic
-manifest whose lines point at files that do not exist (a stat each all the same).
-
-    python benchmarks/run.py spark [--videos 32] [--plan_lines 650000]
+Each core count builds the same 1280x720 videos in a process of its own into a fresh data dir, the
+driver's start-up (JVM, session, TensorFlow) timed apart; the floor is the same videos encoded by
+`encoding.encode` in a process pool of 1 and of 2, no Spark. Planning:
+`engines/grouped.tasks_in_groups` over a synthetic manifest of absent files (a stat each all the
+same), plus pickling the groups.
 """
 
 from __future__ import annotations
@@ -118,13 +111,10 @@ def main() -> None:
     videos = video_sets.synthetic_videos(folder, count, frames, height, width)
     manual_dir = video_sets.video_set(os.path.join(out, "manual"), videos).manual_dir
     results, floor = {}, {}
-    for cores in (1, 2):
-        timing.log(f"building {count} videos on local[{cores}]")
-        results[cores] = child_seconds("--child", cores, manual_dir, os.path.join(out, "data"))
-        timing.log(f"local[{cores}]: {results[cores]}")
-    for cores in (1, 2):
-        floor[cores] = child_seconds("--floor", cores, manual_dir, os.path.join(out, "data"))
-        timing.log(f"floor, {cores} processes: {floor[cores]}")
+    for kind, found in (("--child", results), ("--floor", floor)):  # Spark, then the pool
+        for cores in (1, 2):
+            found[cores] = child_seconds(kind, cores, manual_dir, os.path.join(out, "data"))
+            timing.log(f"{count} videos, {kind[2:]}, {cores} cores: {found[cores]}")
     plan, pickling, groups = planning_seconds(out, lines)
     one, two = results[1]["build"], results[2]["build"]
     header = ["Benchmark", "Variant", "Result", "Ratio", "Target"]

@@ -1,11 +1,9 @@
 """Storage against quality: JPEG q75-q95, with and without optimized Huffman tables, real footage.
 
-Each frame of `bikes.mp4` and `bigbuckbunny.mp4` (video_sets.py) decoded by FFmpeg and area-resized
-to the stored size (short side 256) is the reference and what the encoders get: bytes per frame and
-PSNR of JPEG (OpenCV, as the builder) at each quality with and without `IMWRITE_JPEG_OPTIMIZE`, of
-H.264 at the stored size, the source mp4 and raw frames. Then what optimized tables cost (q90, one
-pinned core): decoding (TF as ClipDecoder, OpenCV as ClipSource; the pixels must be identical),
-encoding, and the build's per-frame work.
+The reference and the encoders' input: each frame of bikes.mp4 and bigbuckbunny.mp4 decoded by
+FFmpeg and area-resized to the stored size. Bytes per frame and PSNR of JPEG (OpenCV, as the
+builder), of H.264 at the stored size, the mp4 and raw frames; then what optimized tables cost on
+one pinned core (decoding, with identical pixels; encoding; the build's per-frame work).
 """
 
 from __future__ import annotations
@@ -46,10 +44,7 @@ def encode_all(frames: np.ndarray, quality: int, optimize: bool) -> list[bytes]:
 
 def psnr(decoded: np.ndarray, reference: np.ndarray) -> tuple[float, float]:
     """(PSNR over all frames, worst frame's PSNR), dB."""
-    errors = [
-        np.mean((d.astype(np.float64) - r.astype(np.float64)) ** 2)
-        for d, r in zip(decoded, reference)
-    ]
+    errors = [np.mean((d.astype(np.float64) - r) ** 2) for d, r in zip(decoded, reference)]
     to_db = lambda mse: 10 * np.log10(255.0**2 / max(mse, 1e-12))
     return to_db(np.mean(errors)), min(map(to_db, errors))
 
@@ -150,9 +145,7 @@ def speed_rows(frames: np.ndarray, path: str, limit: int | None, rounds: int) ->
     for measure in measures.values():  # warm-up: allocators, caches, the TF graph
         measure()
 
-    def per_frame(measure):
-        return lambda: cpu_time(measure) / len(frames)
-
+    per_frame = lambda measure: lambda: cpu_time(measure) / len(frames)
     times = interleave({key: per_frame(measure) for key, measure in measures.items()}, rounds)
     rows = []
     for what in dict.fromkeys(key[0] for key in measures):
@@ -178,22 +171,15 @@ def main() -> None:
         log(f"storage: {name}")
         rows += storage_rows(name, path, frames, args.out)
     path, frames = clips["bikes.mp4"]
-    lines = [
+    speed = ["operation", "standard tables", "optimized tables", "optimized / standard time"]
+    print("\n".join([
         "Bytes per stored frame and PSNR against FFmpeg's decode of the source, resized to the "
-        "stored size (short side 256):",
-        "",
-        *table(header, rows),
-        "",
+        "stored size (short side 256):", "", *table(header, rows), "",
         f"Optimized Huffman tables, q90, bikes.mp4 ({frames.shape[2]}x{frames.shape[1]}, "
         f"{len(frames)} frames): CPU ms per frame on one core, median of {args.rounds} "
-        "interleaved rounds (decoded pixels identical):",
-        "",
-        *table(
-            ["operation", "standard tables", "optimized tables", "optimized / standard time"],
-            speed_rows(frames, path, limit, args.rounds),
-        ),
-    ]
-    print("\n".join(lines))
+        "interleaved rounds (decoded pixels identical):", "",
+        *table(speed, speed_rows(frames, path, limit, args.rounds)),
+    ]))  # fmt: skip
 
 
 if __name__ == "__main__":

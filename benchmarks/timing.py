@@ -4,12 +4,11 @@ per-round values, markdown tables, progress on stderr."""
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -148,24 +147,6 @@ def short(result) -> str:
     if isinstance(result, tuple):
         return ", ".join(map(short, result))
     return f"{result:.3g}" if isinstance(result, float) else str(result)
-
-
-def items_per_second(make: Callable[[], Iterator], warmup: int, seconds: float, items: int):
-    """Steady-state items/s of a fresh iterator `make()`, after `warmup` items (start-up
-    excluded), over at least `seconds` and `items`."""
-    iterator = make()
-    for _ in range(warmup):
-        next(iterator)
-    count, start = 0, time.perf_counter()
-    while True:
-        next(iterator)
-        count += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds and count >= items:
-            break
-    del iterator
-    gc.collect()
-    return count / elapsed
 
 
 @dataclass(frozen=True)

@@ -47,11 +47,10 @@ def video_set(manual_dir: str, paths: list[str], copies: int = 1) -> VideoSet:
     manual_dir = os.path.abspath(manual_dir)  # the manifest lists the links by absolute path
     os.makedirs(manual_dir, exist_ok=True)
     paths = [os.path.abspath(p) for p in paths]
-    links = (symlink(manual_dir, p, k) for k in range(copies) for p in paths)
-    listed = paths if copies == 1 else list(links)
+    listed = paths if copies == 1 else [symlink(manual_dir, p, k) for k in range(copies)
+                                        for p in paths]  # fmt: skip
     lines = "".join(f"{path} class{i % 4}\n" for i, path in enumerate(listed))
-    with open(os.path.join(manual_dir, "train.txt"), "w") as f:
-        f.write(lines)
+    pathlib.Path(manual_dir, "train.txt").write_text(lines)
     return VideoSet(manual_dir, paths, copies)
 
 
@@ -73,10 +72,9 @@ def synthetic_videos(folder: str, count: int, frames: int, height: int, width: i
     paths = [os.path.join(folder, f"video_{i:03d}.mp4") for i in range(count)]
     for i, path in enumerate(paths):
         if not os.path.exists(path):
-            scenes = (
-                synthetic.moving_frames(min(SCENE_FRAMES, frames - first), height, width, seed)
-                for seed, first in enumerate(range(0, frames, SCENE_FRAMES), start=i * 1000)
-            )
+            scenes = (synthetic.moving_frames(min(SCENE_FRAMES, frames - first), height, width,
+                                              1000 * i + k)  # the scene's seed
+                      for k, first in enumerate(range(0, frames, SCENE_FRAMES)))  # fmt: skip
             write_h264(path, itertools.chain.from_iterable(scenes), crf=18, preset="veryfast")
     return paths
 
