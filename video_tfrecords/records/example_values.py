@@ -67,6 +67,12 @@ class Values:
             raise self.error(f"its {name} holds {found}, where the dataset stores {kind}")
         return values
 
+    def listed(self, name: str, kind: str):
+        """`list`, with none for a feature the record does not have (an array's truth is not
+        its length, so not `list(...) or ()`)."""
+        values = self.list(name, kind)
+        return () if values is None else values
+
     def one(self, name: str, kind: str):
         """The single value of feature `name` (bytes as a memoryview, numbers as Python numbers),
         None if the record does not have it."""

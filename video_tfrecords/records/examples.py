@@ -196,12 +196,10 @@ class SplitExamples:
 
         def take(name, kind):
             if kind == "bytes":
-                text = values.list(name, kind)
-                return [bytes(t) for t in (() if text is None else text)]
+                return [bytes(t) for t in values.listed(name, kind)]
             if name == schema.SPAN_START:
                 return values.one(name, kind)
-            found = values.list(name, kind)
-            return np.asarray(() if found is None else found, _DTYPES[kind])
+            return np.asarray(values.listed(name, kind), _DTYPES[kind])
 
         found = annotation_inputs.stored_annotations(self.kinds, take)
         if found is None:

@@ -83,7 +83,7 @@ class SplitRecords:
         except ValueError as e:
             raise CorruptRecordError(f"{where()}: {e}") from e
         values = example_values.Values(parsed, where)
-        frames = values.list(schema.VIDEO, "bytes") or ()
+        frames = values.listed(schema.VIDEO, "bytes")
         fps = values.one(schema.FPS, "float")
         fps = float(fps) if fps else None
         stamps = values.list(schema.TIMESTAMPS, "float")
@@ -112,10 +112,10 @@ class SplitRecords:
         (values of the wrong kind: CorruptRecordError)."""
         found = {}
         if schema.LABELS_KIND in self.kinds:
-            segments = [_listed(values, name, kind) for name, kind in (
+            segments = [values.listed(name, kind) for name, kind in (
                 (schema.SEGMENT_LABEL, "int"), (schema.SEGMENT_START, "float"),
                 (schema.SEGMENT_END, "float"))]  # fmt: skip
-            found["labels"] = tuple(int(c) for c in _listed(values, schema.LABELS, "int"))
+            found["labels"] = tuple(int(c) for c in values.listed(schema.LABELS, "int"))
             found["segments"] = tuple(
                 (int(c), float(start), float(end)) for c, start, end in zip(*segments)
             )
@@ -126,10 +126,3 @@ class SplitRecords:
 
     def close(self) -> None:
         self.reader.close()
-
-
-def _listed(values: example_values.Values, name: str, kind: str):
-    """Feature `name`'s values, none where the record does not have it (an array's truth is
-    not its length)."""
-    found = values.list(name, kind)
-    return () if found is None else found
