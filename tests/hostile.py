@@ -48,12 +48,21 @@ def shards(folder) -> list[str]:
 
 
 def with_frame_checksums(example: Example) -> Example:
-    """`example` with each frame's stored CRC32C recomputed (when it stores them)."""
+    """`example` with what it stores of its frames recomputed (when it stores them): each
+    frame's CRC32C, each frame's size, and the CRC32C of the frame list as protobuf
+    serializes it (2.6.0's `frame_sizes`, `video_crc32c`)."""
     feature = example.features.feature
-    if "frame_crc32c" in feature:
-        crcs = feature["frame_crc32c"].int64_list.value
-        del crcs[:]
-        crcs.extend(google_crc32c.value(f) for f in feature["video"].bytes_list.value)
+    frames = feature["video"].bytes_list
+    recomputed = {
+        "frame_crc32c": [google_crc32c.value(f) for f in frames.value],
+        "frame_sizes": [len(f) for f in frames.value],
+        "video_crc32c": [google_crc32c.value(frames.SerializeToString())],
+    }
+    for name, values in recomputed.items():
+        if name in feature:
+            stored = feature[name].int64_list.value
+            del stored[:]
+            stored.extend(values)
     return example
 
 

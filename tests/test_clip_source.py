@@ -20,6 +20,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from tensorflow_datasets.proto import tf_example_pb2
 
+import hostile
 import synthetic
 from conftest import decode_jpegs
 from video_tfrecords import Builder, ClipDecoder, ClipSource, VideoConfig, fold_in
@@ -568,10 +569,9 @@ def test_corrupt_jpeg_with_valid_checksum_names_the_video_and_file(tfrecord, tmp
     example = tf_example_pb2.Example.FromString(raw)
     frames = example.features.feature["video"].bytes_list.value
     name = example.features.feature["filename"].bytes_list.value[0].decode()
-    checksums = example.features.feature[FRAME_CHECKSUMS].int64_list.value
     for i in range(len(frames)):
         frames[i] = frames[i][: len(frames[i]) // 2]  # cut short: no end-of-image marker
-        checksums[i] = google_crc32c.value(frames[i])  # checksums that match the damage
+    hostile.with_frame_checksums(example)  # checksums and sizes that match the damage
     with open(shard, "rb") as f:
         rest = f.read()[12 + len(raw) + 4 :]
     with open(shard, "wb") as f:

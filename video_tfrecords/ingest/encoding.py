@@ -38,7 +38,7 @@ from video_tfrecords.ingest import (
 )
 from video_tfrecords.ingest.frame_choice import stored_size
 from video_tfrecords.ingest.span_writer import Jpegs, SpanWriter
-from video_tfrecords.records import schema
+from video_tfrecords.records import frame_table, schema
 from video_tfrecords.util.paths import is_remote
 
 
@@ -302,6 +302,9 @@ def examples_of(
         height, width = jpeg.jpeg_size(frames[0])
         made = {schema.FRAME_HEIGHT: height, schema.FRAME_WIDTH: width}
         made[schema.FINGERPRINT] = fingerprint
+        # Where each frame lies in the record, and the CRC32C of them all as stored.
+        made[schema.FRAME_SIZES] = frame_table.sizes(frames)
+        made[schema.VIDEO_CRC] = frame_table.list_crc32c(frames, stored[schema.FRAME_CHECKSUMS])
         yield f"{key}#{stored[schema.SEGMENT]}", {**fields, **stored, **made}
 
 

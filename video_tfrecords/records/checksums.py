@@ -18,7 +18,10 @@ from awscrt.checksums import combine_crc32c, crc32c
 from video_tfrecords.records.example_parser import ByteValues
 from video_tfrecords.util.errors import CorruptRecordError
 
-__all__ = ["CheckedFrames", "CorruptRecordError", "crc32c_outside_frames", "mask", "masked_crc"]
+__all__ = [
+    "CheckedFrames", "CorruptRecordError", "crc32c_around_list", "crc32c_outside_frames", "mask",
+    "masked_crc",
+]  # fmt: skip
 
 _CRC_MASK_DELTA = 0xA282EAD8
 
@@ -35,6 +38,15 @@ def masked_crc(data) -> int:
     it): about 27 GB/s here, 4.8x google-crc32c's.
     """
     return mask(crc32c(data))
+
+
+def crc32c_around_list(record, span: tuple[int, int], list_crc: int) -> int:
+    """The CRC32C of `record`, taking that of its bytes from `span[0]` to `span[1]` (a video's
+    frame list) from `list_crc` (its stored `video_crc32c`, 2.6.0 on): two reads of the bytes
+    around the frames and one fold, however many frames the video has."""
+    start, stop = span
+    crc = combine_crc32c(crc32c(record[:start]), list_crc, stop - start)
+    return crc32c(record[stop:], crc)
 
 
 def crc32c_outside_frames(record, frames: ByteValues, frame_crcs) -> int:

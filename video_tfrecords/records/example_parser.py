@@ -14,8 +14,10 @@ import collections.abc
 import numpy as np
 
 from video_tfrecords.clips.plan import MAX_FRAMES
+from video_tfrecords.records import frame_table
+from video_tfrecords.util.errors import CorruptRecordError
 
-__all__ = ["MAX_VALUES", "ByteValues", "parse_example"]
+__all__ = ["MAX_VALUES", "ByteValues", "PlacedByteValues", "parse_example"]
 
 # The most values a list may hold: a video's frames, their times and checksums are one a frame.
 # A longer list is refused before it is parsed whole, so that a record of millions of tiny
@@ -47,10 +49,11 @@ class ByteValues(collections.abc.Sequence):
     a video's frames, so only those get a view.
     """
 
-    __slots__ = ("record", "starts", "stops")
+    __slots__ = ("record", "span", "starts", "stops")
 
-    def __init__(self, record: memoryview, starts: list[int], stops: list[int]):
+    def __init__(self, record: memoryview, starts: list[int], stops: list[int], span=None):
         self.record, self.starts, self.stops = record, starts, stops
+        self.span = span  # (start, stop) of the whole list in the record, when parsed from one
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -59,6 +62,48 @@ class ByteValues(collections.abc.Sequence):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         return self.record[self.starts[index] : self.stops[index]]
+
+
+class PlacedByteValues(ByteValues):
+    """A list's values placed by a stored size table (`frame_table.places`) instead of a walk:
+    each value's tag and length are checked against the table as it is viewed."""
+
+    __slots__ = ("name", "where")
+
+    def __init__(self, record: memoryview, starts, stops, span, name: str):
+        super().__init__(record, starts, stops, span)
+        self.name = name
+        self.where = lambda: "a record"  # what errors name: the reader sets the video's
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        start, stop = self.starts[index], self.stops[index]
+        if not frame_table.head_matches(self.record, start, stop - start):
+            raise CorruptRecordError(
+                f"{self.where()}: value {index % len(self)} of its {self.name} is not where "
+                "its size table places it."
+            )
+        return self.record[start:stop]
+
+
+class _Unwalked:
+    """A bytes list whose values are placed after the walk, by its size table if the record
+    has one (`parse_example`'s `tables`)."""
+
+    __slots__ = ("start", "stop")
+
+    def __init__(self, start: int, stop: int):
+        self.start, self.stop = start, stop
+
+    def placed(self, data: memoryview, name: str, table, budget: _Budget) -> ByteValues:
+        found = None
+        if isinstance(table, np.ndarray) and table.dtype == np.int64:
+            found = frame_table.places(table, self.start, self.stop)
+        if found is None:
+            return _bytes_values(data, self.start, self.stop, budget)
+        budget.spend(len(found[0]))
+        return PlacedByteValues(data, *found, (self.start, self.stop), name)
 
 
 
@@ -105,7 +150,7 @@ def _fields(data, pos: int, end: int, budget: _Budget):
 
 def _bytes_values(data: memoryview, pos: int, end: int, budget: _Budget) -> ByteValues:
     """The values of a BytesList, as views into `data` (the hot loop: 1 item per frame)."""
-    starts, stops = [], []
+    starts, stops, first = [], [], pos
     add_start, add_stop = starts.append, stops.append
     for _ in range(MAX_VALUES):
         if pos >= end:
@@ -137,7 +182,7 @@ def _bytes_values(data: memoryview, pos: int, end: int, budget: _Budget) -> Byte
     if pos > end:
         raise ValueError("a bytes value runs past its list")
     budget.spend(len(starts))
-    return ByteValues(data, starts, stops)
+    return ByteValues(data, starts, stops, span=(first, end))
 
 
 def _to_int64(value: int) -> int:
@@ -222,19 +267,22 @@ def _number_values(data, pos: int, end: int, floats: bool, budget: _Budget) -> n
     return np.concatenate(values).astype(np.float32 if floats else np.int64, copy=False)
 
 
-def _list_values(data: memoryview, field: int, pos: int, end: int, budget: _Budget):
-    """The values of a Feature's list: field 1 BytesList, 2 FloatList, 3 Int64List."""
+def _list_values(
+    data: memoryview, field: int, pos: int, end: int, budget: _Budget, defer: bool = False
+):
+    """The values of a Feature's list: field 1 BytesList, 2 FloatList, 3 Int64List; with
+    `defer`, a BytesList is left `_Unwalked`."""
     if field == 1:
-        return _bytes_values(data, pos, end, budget)
+        return _Unwalked(pos, end) if defer else _bytes_values(data, pos, end, budget)
     return _number_values(data, pos, end, field == 2, budget)
 
 
-def _feature_values(data: memoryview, pos: int, end: int, budget: _Budget):
+def _feature_values(data: memoryview, pos: int, end: int, budget: _Budget, defer: bool = False):
     """A Feature's values: byte views (`ByteValues`), or a float32 / int64 array."""
     if pos < end and data[pos] in (0x0A, 0x12, 0x1A):  # one list, the usual case
         start = _single_field(data, pos, end, data[pos])
         if start is not None:
-            return _list_values(data, data[pos] >> 3, start, end, budget)
+            return _list_values(data, data[pos] >> 3, start, end, budget, defer)
     result = []
     for field, wire, value in _fields(data, pos, end, budget):
         if wire == 2 and field in (1, 2, 3):
@@ -242,15 +290,16 @@ def _feature_values(data: memoryview, pos: int, end: int, budget: _Budget):
     return result
 
 
-def _map_entry(data: memoryview, pos: int, end: int, budget: _Budget):
-    """(name, values) of one Features.feature map entry; name None if it has none."""
+def _map_entry(data: memoryview, pos: int, end: int, budget: _Budget, defer=frozenset()):
+    """(name, values) of one Features.feature map entry; name None if it has none. A bytes
+    list named in `defer` is left `_Unwalked`."""
     if pos < end and data[pos] == 0x0A:  # the usual case: the name, then the Feature
         size, key_start = _varint(data, pos + 1)
         key_end = key_start + size
         value_start = _single_field(data, key_end, end, 0x12)
         if value_start is not None:
             key = bytes(data[key_start:key_end]).decode("utf-8")
-            return key, _feature_values(data, value_start, end, budget)
+            return key, _feature_values(data, value_start, end, budget, key in defer)
     key, values = None, []
     for part, part_wire, part_value in _fields(data, pos, end, budget):
         if part == 1 and part_wire == 2:
@@ -260,7 +309,7 @@ def _map_entry(data: memoryview, pos: int, end: int, budget: _Budget):
     return key, values
 
 
-def parse_example(record) -> dict:
+def parse_example(record, tables: dict[str, str] | None = None) -> dict:
     """Parses a serialized tf.train.Example: name -> bytes views, or a NumPy array.
 
     Bytes values are a sequence of memoryviews into `record` (`ByteValues`: the
@@ -268,18 +317,29 @@ def parse_example(record) -> dict:
     floats come as float32 arrays, ints as int64 arrays. Raises ValueError if
     the bytes are not a well-formed Example, or hold a list of more than MAX_VALUES
     values or more than MAX_PARSED values and fields in all (read no further).
+
+    `tables` names, for a bytes list, the int list that holds each value's size (a video's
+    `frame_sizes`): a record that has one gets its values placed from it without walking
+    them (`PlacedByteValues`); one without, or whose sizes do not add up, is walked.
     """
     view = memoryview(record).cast("B")
+    defer = frozenset(tables or ())
     try:
-        features = _written_example(view, _Budget())
+        budget = _Budget()
+        features = _written_example(view, budget, defer)
         if features is None:  # another valid encoding, or a damaged one: the general loop's say
-            features = _any_example(view, _Budget())
+            budget = _Budget()
+            features = _any_example(view, budget, defer)
+        for name in defer:
+            if isinstance(features.get(name), _Unwalked):
+                table = features.get(tables[name])
+                features[name] = features[name].placed(view, name, table, budget)
     except (ValueError, IndexError, UnicodeDecodeError) as e:
         raise ValueError(f"not a well-formed tf.train.Example ({e})") from None
     return features
 
 
-def _any_example(view: memoryview, budget: _Budget) -> dict:
+def _any_example(view: memoryview, budget: _Budget, defer=frozenset()) -> dict:
     """Any valid encoding of an Example, field by field (`_fields`)."""
     features = {}
     for field, wire, value in _fields(view, 0, len(view), budget):
@@ -288,13 +348,13 @@ def _any_example(view: memoryview, budget: _Budget) -> dict:
         for entry_field, entry_wire, entry in _fields(view, *value, budget):
             if entry_field != 1 or entry_wire != 2:  # Features.feature (a map entry)
                 continue
-            key, values = _map_entry(view, *entry, budget)
+            key, values = _map_entry(view, *entry, budget, defer)
             if key is not None:
                 features[key] = values
     return features
 
 
-def _written_example(view: memoryview, budget: _Budget) -> dict | None:
+def _written_example(view: memoryview, budget: _Budget, defer=frozenset()) -> dict | None:
     """The encoding TFDS's writer produces, read with a few steps a feature: one Features
     field of map entries, each tagged with one byte. None for any other encoding (the
     general loop then reads it whole); the same values and errors as that loop otherwise, as
@@ -315,13 +375,13 @@ def _written_example(view: memoryview, budget: _Budget) -> dict | None:
         pos = start + size
         if pos > end:
             return None
-        key, values = _written_entry(view, start, pos, budget)
+        key, values = _written_entry(view, start, pos, budget, defer)
         if key is not None:
             features[key] = values
     return features
 
 
-def _written_entry(data: memoryview, pos: int, end: int, budget: _Budget):
+def _written_entry(data: memoryview, pos: int, end: int, budget: _Budget, defer=frozenset()):
     """`_map_entry`, with the writer's usual short entry read in place: a name, then a Feature
     of one list, each under 128 bytes (every feature but a video's lists)."""
     name_end = pos + 2 + data[pos + 1] if end - pos >= 6 else end
@@ -337,5 +397,5 @@ def _written_entry(data: memoryview, pos: int, end: int, budget: _Budget):
         and max(data[name_end + 1], data[name_end + 3]) < 0x80
     ):
         name = str(data[pos + 2 : name_end], "utf-8")
-        return name, _list_values(data, data[name_end + 2] >> 3, start, end, budget)
-    return _map_entry(data, pos, end, budget)
+        return name, _list_values(data, data[name_end + 2] >> 3, start, end, budget, name in defer)
+    return _map_entry(data, pos, end, budget, defer)

@@ -94,6 +94,13 @@ class Values:
             raise self.error(f"its {name} is {value}, not 1 to {top}")
         return value
 
+    def checksum(self, name: str) -> int | None:
+        """A stored CRC32C: 0 to 2**32 - 1."""
+        value = self.one(name, "int")
+        if value is not None and not 0 <= value < 1 << 32:
+            raise self.error(f"its {name} is {value}, not a CRC32C")
+        return value
+
     def rate(self, name: str) -> float | None:
         """A rate (frames or samples per second): finite, above 0 and at most MAX_RATE."""
         value = self.one(name, "float" if name == schema.FPS else "int")

@@ -141,7 +141,7 @@ class SplitExamples:
         CorruptRecordError naming the value, the video and the record."""
         where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
         try:
-            parsed = example_parser.parse_example(record)
+            parsed = example_parser.parse_example(record, schema.SIZE_TABLES)
         except ValueError as e:
             raise CorruptRecordError(f"{where()}: {e}") from e
         values = example_values.Values(parsed, where)
@@ -153,11 +153,16 @@ class SplitExamples:
         video_where = lambda: f"video `{filename}` ({where()})"
         values.where = video_where
         frames = values.list(schema.VIDEO, "bytes")
+        if isinstance(frames, example_parser.PlacedByteValues):
+            frames.where = video_where
         if self.frame_checks:
             checksums = values.list(schema.FRAME_CHECKSUMS, "int")
             checksums = () if checksums is None else checksums
             frames = CheckedFrames(frames, checksums, video_where)
-            self.reader.check_outside_frames(index, record, parsed[schema.VIDEO], checksums)
+            list_crc = values.checksum(schema.VIDEO_CRC)
+            self.reader.check_outside_frames(
+                index, record, parsed[schema.VIDEO], checksums, list_crc
+            )
         label = example_values.check_label(
             values, values.one(schema.LABEL, "int"), self.num_classes
         )

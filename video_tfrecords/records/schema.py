@@ -27,7 +27,7 @@ __all__ = [
 
 DATASET_NAME = "video_tfrecords"
 # The dataset's version (the builder's VERSION); a config without one gets it.
-DATASET_VERSION = "2.5.0"
+DATASET_VERSION = "2.6.0"
 RELEASE_NOTES = {
     "1.0.0": "Initial release.",
     "2.0.0": "Decoded with FFmpeg (PyAV): display aspect, per-frame timestamps, colour "
@@ -48,6 +48,9 @@ RELEASE_NOTES = {
     "refuses a frame whose header claims another size before decoding it. start_frame is the "
     "index of the example's first frame in the video (a span's was 0; with fps or num_frames, "
     "the source frame's).",
+    "2.6.0": "frame_sizes, video_crc32c: each frame's size in bytes and the CRC32C of the "
+    "frames as stored, so that a reader places a clip's frames without reading the others, "
+    "and checks a record's CRC32C without them.",
 }
 
 # Feature names.
@@ -57,6 +60,9 @@ FILENAME = "filename"
 FRAME_CHECKSUMS = "frame_crc32c"  # each frame's CRC32C (2.1.0 on)
 FINGERPRINT = "video_fingerprint"  # the stored clips.keys.video_fingerprint (2.2.0 on)
 FRAME_HEIGHT, FRAME_WIDTH = "frame_height", "frame_width"  # every frame's size (2.5.0 on)
+# Where each frame lies, and the CRC32C of them all as stored (2.6.0 on: `frame_table`).
+FRAME_SIZES, VIDEO_CRC = "frame_sizes", "video_crc32c"
+SIZE_TABLES = {VIDEO: FRAME_SIZES}  # a bytes list -> the int list of its values' sizes
 TIMESTAMPS = "timestamps"
 FPS = "fps"
 AUDIO = "audio"
@@ -184,6 +190,17 @@ def features(config, kinds=frozenset()) -> tfds.features.FeaturesDict:
                 shape=(None,),
                 dtype=np.uint32,
                 doc="CRC32C of each JPEG frame: a reader checks the frames it decodes.",
+            ),
+            FRAME_SIZES: tfds.features.Tensor(
+                shape=(None,),
+                dtype=np.uint32,
+                doc="Size of each JPEG frame in bytes: a reader places a clip's frames in the "
+                "record without reading the others.",
+            ),
+            VIDEO_CRC: _scalar(
+                np.uint32,
+                "CRC32C of `video` as the record stores it (each frame's tag, length and "
+                "bytes): a reader checks a record's CRC32C without reading its frames.",
             ),
             FINGERPRINT: _scalar(
                 np.int64,

@@ -82,7 +82,9 @@ class SplitReader:
         shard, local = self.locate(index)
         return self._shard(shard).read(local)
 
-    def check_outside_frames(self, index: int, data, frames: ByteValues, frame_crcs) -> None:
+    def check_outside_frames(
+        self, index: int, data, frames: ByteValues, frame_crcs, list_crc: int | None = None
+    ) -> None:
         """For a reader without `check_records`: checks a TFRecord record's CRC32C on its
         first read from the bytes outside its frames and the frames' stored checksums
         (`frames` and `frame_crcs` parsed from `data`, the record). array_record checks
@@ -90,7 +92,7 @@ class SplitReader:
         shard, local = self.locate(index)
         file = self._shard(shard)
         if isinstance(file, TfRecordShard):
-            file.check_outside_frames(local, data, frames, frame_crcs)
+            file.check_outside_frames(local, data, frames, frame_crcs, list_crc)
 
     def read_many(self, indices) -> list:
         """Records at `indices`, in that order (one batched call per shard for array_record)."""

@@ -20,6 +20,7 @@ from awscrt.checksums import crc32c
 
 from video_tfrecords.records.checksums import (
     CorruptRecordError,
+    crc32c_around_list,
     crc32c_outside_frames,
     mask,
     masked_crc,
@@ -154,15 +155,20 @@ class TfRecordShard:
             self._checked[index] = 1
         return data
 
-    def check_outside_frames(self, index: int, data, frames: ByteValues, frame_crcs) -> None:
+    def check_outside_frames(
+        self, index: int, data, frames: ByteValues, frame_crcs, list_crc: int | None = None
+    ) -> None:
         """Checks record `index`'s CRC32C from its bytes outside `frames` and their stored
-        checksums, on its first read in the process (nothing to do once checked)."""
+        checksums (`list_crc`: that of the whole list, when the record stores it), on its first
+        read in the process (nothing to do once checked)."""
         if self._checked[index]:
             return
         start = int(self.offsets[index])
         (stored,) = struct.unpack_from("<I", self._file(), start + _TFRECORD_HEADER + data.nbytes)
         try:
-            if len(frames) > _FOLDED_FRAMES:  # the frames are checked one by one as read anyway
+            if list_crc is not None and frames.span is not None:
+                crc = crc32c_around_list(data, frames.span, list_crc)
+            elif len(frames) > _FOLDED_FRAMES:  # the frames are checked one by one as read anyway
                 crc = crc32c(data)
             else:
                 crc = crc32c_outside_frames(data, frames, np.asarray(frame_crcs).tolist())
