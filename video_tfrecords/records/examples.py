@@ -230,8 +230,9 @@ class SplitExamples:
         if feature == schema.TIMESTAMPS:
             return None if times is None else np.asarray(times, np.float32)
         value = values.rate(feature) if feature in (schema.FPS, schema.AUDIO_RATE) else None
-        if value is None and feature == schema.AUDIO_RATE:
-            raise values.error("it has no audio_rate")
+        if value is None and feature in (schema.AUDIO_RATE, schema.FPS):
+            if feature in self.features:  # the dataset stores it, the record lacks it
+                raise values.error(f"it has no {feature}")
         return value
 
     def _fingerprint(self, index: int, frames, values: example_values.Values) -> int:
