@@ -55,7 +55,6 @@ def with_frame_checksums(example: Example) -> Example:
     frames = feature["video"].bytes_list
     recomputed = {
         "frame_crc32c": [google_crc32c.value(f) for f in frames.value],
-        "frame_sizes": [len(f) for f in frames.value],
         "video_crc32c": [google_crc32c.value(frames.SerializeToString())],
     }
     for name, values in recomputed.items():
@@ -63,6 +62,9 @@ def with_frame_checksums(example: Example) -> Example:
             stored = feature[name].int64_list.value
             del stored[:]
             stored.extend(values)
+    if "frame_sizes" in feature:  # one bytes value: the sizes as little-endian uint32
+        sizes = feature["frame_sizes"].bytes_list.value
+        sizes[:] = [struct.pack(f"<{len(frames.value)}I", *map(len, frames.value))]
     return example
 
 

@@ -98,8 +98,8 @@ class _Unwalked:
 
     def placed(self, data: memoryview, name: str, table, budget: _Budget) -> ByteValues:
         found = None
-        if isinstance(table, np.ndarray) and table.dtype == np.int64:
-            found = frame_table.places(table, self.start, self.stop)
+        if isinstance(table, ByteValues) and len(table) == 1 and not len(table[0]) % 4:
+            found = frame_table.places(np.frombuffer(table[0], "<u4"), self.start, self.stop)
         if found is None:
             return _bytes_values(data, self.start, self.stop, budget)
         budget.spend(len(found[0]))
@@ -318,9 +318,10 @@ def parse_example(record, tables: dict[str, str] | None = None) -> dict:
     the bytes are not a well-formed Example, or hold a list of more than MAX_VALUES
     values or more than MAX_PARSED values and fields in all (read no further).
 
-    `tables` names, for a bytes list, the int list that holds each value's size (a video's
-    `frame_sizes`): a record that has one gets its values placed from it without walking
-    them (`PlacedByteValues`); one without, or whose sizes do not add up, is walked.
+    `tables` names, for a bytes list, the feature that holds each value's size (a video's
+    `frame_sizes`: one bytes value of little-endian uint32): a record that has one gets its
+    values placed from it without walking them (`PlacedByteValues`); one without, or whose
+    sizes do not add up, is walked.
     """
     view = memoryview(record).cast("B")
     defer = frozenset(tables or ())

@@ -31,7 +31,7 @@ def varint(value: int) -> bytes:
 
 
 def sizes(frames) -> np.ndarray:
-    """Each frame's size in bytes (uint32): the build's `frame_sizes`."""
+    """Each frame's size in bytes (uint32): the build's `frame_sizes`, stored as its bytes."""
     return np.fromiter((len(f) for f in frames), np.uint32, len(frames))
 
 
@@ -49,9 +49,7 @@ def places(stored_sizes: np.ndarray, start: int, end: int) -> tuple[list[int], l
     """Where each frame's bytes start and stop in a record whose frame list lies from `start`
     to `end`, if `stored_sizes` (the record's `frame_sizes`) account for exactly those bytes;
     None otherwise (the reader then walks the list)."""
-    if stored_sizes.ndim != 1 or (stored_sizes.size and not 0 <= stored_sizes.min()):
-        return None
-    if stored_sizes.size and stored_sizes.max() > _MAX_SIZE:
+    if stored_sizes.ndim != 1 or (stored_sizes.size and stored_sizes.max() > _MAX_SIZE):
         return None
     sized = stored_sizes.astype(np.int64)
     head = 2 + (sized >= 1 << 7) + (sized >= 1 << 14) + (sized >= 1 << 21) + (sized >= 1 << 28)

@@ -194,6 +194,7 @@ def features(config, kinds=frozenset()) -> tfds.features.FeaturesDict:
             FRAME_SIZES: tfds.features.Tensor(
                 shape=(None,),
                 dtype=np.uint32,
+                encoding="bytes",  # little-endian, read as an array without a varint a frame
                 doc="Size of each JPEG frame in bytes: a reader places a clip's frames in the "
                 "record without reading the others.",
             ),
