@@ -134,9 +134,12 @@ class SplitExamples:
             return self.reader.read_many(indices)
         return map(self.reader.read, indices)
 
-    def interpret(self, index: int, record, spec, *, seeded: bool) -> StoredExample:
+    def interpret(
+        self, index: int, record, spec, *, seeded: bool, scalars: bool = True
+    ) -> StoredExample:
         """Record `index` (its bytes `record`) as a clip of `spec` (a `ClipSpec`) reads it;
-        `seeded`: the clip is drawn with a seed, so it needs the video's fingerprint. Every
+        `seeded`: the clip is drawn with a seed, so it needs the video's fingerprint;
+        `scalars`: take the other scalar features (a batch of clips does not). Every
         value taken is checked (`example_values`): a damaged or hostile record raises
         CorruptRecordError naming the value, the video and the record."""
         where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
@@ -179,9 +182,9 @@ class SplitExamples:
         inputs.update(name=filename, frame_shape=self._frame_shape(values))
         if seeded:
             inputs["fingerprint"] = self._fingerprint(index, frames, values)
-        scalars = example_values.scalars(values, self.scalars)
+        taken = example_values.scalars(values, self.scalars) if scalars else {}
         return StoredExample(
-            frames, label, filename, inputs, scalars, where, self._annotations(values, times)
+            frames, label, filename, inputs, taken, where, self._annotations(values, times)
         )
 
     def _frame_shape(self, values: example_values.Values) -> tuple[int, int] | None:
