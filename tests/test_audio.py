@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 
+import av
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -23,7 +24,7 @@ import tensorflow_datasets as tfds
 
 import videos
 from video_tfrecords import ClipDecoder, ClipSource, ClipSpec, VideoConfig, clip_dataset, config
-from video_tfrecords.ingest import encoding, manifest, span_writer, video_io
+from video_tfrecords.ingest import audio_io, encoding, manifest, span_writer, video_io
 
 FPS = 25
 # Frames that flash (after the audio starts at 0.5 s = frame 12.5), 6 to 13 frames apart.
@@ -485,3 +486,25 @@ def test_without_audio_rate_the_features_are_those_of_before():
     with_audio = dataclasses.replace(config.DEFAULT, name="a", audio_rate=RATE)
     assert with_audio.frame_fields()["audio_rate"] == RATE
     assert set(config.FRAME_FIELDS) >= {"audio_rate", "audio_channels"}
+
+
+def test_seeks_in_a_program_stream_take_the_audio_from_their_own_sample(tmp_path):
+    """An MPEG program stream (DVD, broadcast) has no index: FFmpeg's seek in its audio lands on
+    a packet near the time asked for, after it as often as not (up to an MP2 frame, 24 ms, here;
+    over 150 ms in files ffmpeg writes). A span's audio, taken from a seek 8 ms before a tone,
+    must hold that tone where the construction puts it, not silence."""
+    path = videos.flashes_and_tones(
+        tmp_path / "v.mpg", num_frames=NUM_FRAMES, flashes=FLASHES, audio_start=0.0,
+        video_codec="mpeg2video", codec="mp2",
+    )  # fmt: skip
+    with av.open(path) as container:  # time 0 of the audio: the first frame's, on the file's clock
+        stream = container.streams.video[0]
+        origin = float(next(container.decode(stream)).pts * stream.time_base)
+    for flash in FLASHES[:-2]:
+        start = audio_io.sample_at(flash / FPS - 0.008, RATE)
+        with audio_io.AudioTrack(path, RATE, 1, origin) as track:
+            track.start_at(start)
+            window = track.take(start + RATE)[:, 0].astype(np.float32) / 32768
+        times = [f / FPS - start / RATE for f in FLASHES]
+        wanted = [t for t in times if QUIET + 0.0005 <= t < 1 - QUIET - 0.0005]
+        np.testing.assert_allclose(onsets(window), wanted, atol=TOLERANCE, err_msg=f"{flash=}")

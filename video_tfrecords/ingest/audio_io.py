@@ -37,6 +37,8 @@ from video_tfrecords.util.text import plural
 __all__ = ["AudioDamage", "AudioTrack", "sample_at"]
 
 _LAYOUTS = {1: "mono", 2: "stereo"}
+# Seconds a second seek aims before a first one that landed late, beyond how late it was.
+RETREAT = 0.5
 
 
 def sample_at(seconds: float, rate: int) -> int:
@@ -116,16 +118,45 @@ class AudioTrack:
             self._container.close()
 
     def start_at(self, sample: int) -> None:
-        """Has the first take start at `sample`, the audio decoded from the packet before it
-        (FFmpeg's backward seek; from the stream's start should the container not seek)."""
+        """Has the first take start at `sample`, the audio decoded from a packet at or before it.
+
+        FFmpeg's backward seek, checked by the first decoded frame's time: without an index
+        (MPEG program and transport streams) it lands on a packet near the time asked for,
+        often after it, which would leave the span's first milliseconds silent. A late landing
+        seeks again from earlier (by as much as it was late, and `RETREAT`), then the stream
+        is decoded from its start (as it is should the container not seek)."""
         self._given = sample
         if self._stream is None or sample <= 0 or not self._stream.time_base:
             return
-        target = (self.origin + sample / self.rate) / self._stream.time_base
-        try:
-            self._container.seek(math.floor(target), stream=self._stream, backward=True)
+        base = self._stream.time_base
+        target = math.floor((self.origin + sample / self.rate) / base)
+        for _ in range(2):
+            try:
+                self._container.seek(max(target, 0), stream=self._stream, backward=True)
+            except av.error.FFmpegError:
+                break
+            late = self._restart() - sample
+            if late <= self._tolerance:
+                return
+            target -= math.ceil((late / self.rate + RETREAT) / base)
+        try:  # from the start: the audio before `sample` is dropped as it is placed
+            self._container.seek(0, backward=True)
         except av.error.FFmpegError:
-            pass  # nothing read yet: decoded from the start
+            pass  # where the last seek landed: the span's first samples stay silent
+        self._restart()
+
+    def _restart(self) -> int:
+        """Decodes from where the container now is (after a seek), dropping what was decoded
+        before; the first sample placed (that of the first frame's time), or `_given` if none."""
+        self._frames.close()
+        self._chunks.clear()
+        self._written = None
+        self._frames = self._resampled(self._stream)
+        frame = next(self._frames, None)
+        if frame is None:
+            return self._given
+        self._place(frame, self.origin)
+        return self._chunks[0][0] if self._chunks else self._given
 
     def take(self, end: int) -> np.ndarray:
         """int16 [end - start, channels]: the samples from the last take's end to `end`."""
