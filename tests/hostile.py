@@ -62,9 +62,9 @@ def with_frame_checksums(example: Example) -> Example:
             stored = feature[name].int64_list.value
             del stored[:]
             stored.extend(values)
-    if "frame_sizes" in feature:  # one bytes value: the sizes as little-endian uint32
+    if "frame_sizes" in feature:  # one bytes value: the sizes as little-endian int32
         sizes = feature["frame_sizes"].bytes_list.value
-        sizes[:] = [struct.pack(f"<{len(frames.value)}I", *map(len, frames.value))]
+        sizes[:] = [struct.pack(f"<{len(frames.value)}i", *map(len, frames.value))]
     return example
 
 

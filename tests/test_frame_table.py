@@ -30,7 +30,7 @@ def example_of(frames, *, sizes=None, list_crc=None) -> tf_example_pb2.Example:
     feature["video"].bytes_list.value.extend(frames)
     true_crc = google_crc32c.value(feature["video"].bytes_list.SerializeToString())
     sizes = [len(f) for f in frames] if sizes is None else sizes
-    feature["frame_sizes"].bytes_list.value.append(struct.pack(f"<{len(sizes)}I", *sizes))
+    feature["frame_sizes"].bytes_list.value.append(struct.pack(f"<{len(sizes)}i", *sizes))
     feature["video_crc32c"].int64_list.value.append(true_crc if list_crc is None else list_crc)
     feature["label"].int64_list.value.append(1)
     return example
@@ -81,8 +81,8 @@ def test_a_table_that_adds_up_but_lies_is_refused_where_it_lies():
             placed[index]
 
 
-def test_huge_sizes_are_not_used():
-    for size in (2**31, 2**32 - 1):  # past protobuf's limit; 10 - 2**32 would wrap around
+def test_negative_sizes_are_not_used():
+    for size in (-1, -(2**31)):
         record = example_of([b"x" * 10], sizes=[size]).SerializeToString()
         frames = example_parser.parse_example(record, schema.SIZE_TABLES)["video"]
         assert not isinstance(frames, example_parser.PlacedByteValues)
@@ -113,7 +113,7 @@ def test_the_builder_stores_each_frames_size_and_the_lists_crc(built):
         feature = tf_example_pb2.Example.FromString(record).features.feature
         frames = feature["video"].bytes_list
         (sizes,) = feature["frame_sizes"].bytes_list.value
-        assert list(struct.unpack(f"<{len(frames.value)}I", sizes)) == [len(f) for f in frames.value]
+        assert list(struct.unpack(f"<{len(frames.value)}i", sizes)) == [len(f) for f in frames.value]
         assert list(feature["video_crc32c"].int64_list.value) == [
             google_crc32c.value(frames.SerializeToString())
         ]
@@ -140,3 +140,19 @@ def test_clip_source_reads_placed_frames_and_refuses_a_wrong_list_crc(built, tmp
     with pytest.raises(CorruptRecordError, match="outside its frames") as error:
         fresh[0]
     assert hostile.shards(folder)[0] in str(error.value)
+
+
+def test_tfds_load_gives_the_sizes_and_the_lists_crc(built):
+    data_dir = pathlib.Path(built).parents[2]
+    loaded = tfds.load("video_tfrecords", split="train", data_dir=str(data_dir), builder_kwargs={"config": CONFIG},
+                       decoders={"video": tfds.decode.SkipDecoding()})  # fmt: skip
+    records = [r for shard in hostile.shards(built) for r in hostile.records(shard)]
+    by_name_and_segment = {}
+    for record in records:
+        feature = tf_example_pb2.Example.FromString(record).features.feature
+        key = (feature["filename"].bytes_list.value[0], feature["segment"].int64_list.value[0])
+        by_name_and_segment[key] = feature["video"].bytes_list
+    for example in tfds.as_numpy(loaded):
+        frames = by_name_and_segment[(example["filename"], example["segment"])]
+        assert example["frame_sizes"].tolist() == [len(f) for f in frames.value]
+        assert example["video_crc32c"] == google_crc32c.value(frames.SerializeToString())

@@ -99,7 +99,7 @@ class _Unwalked:
     def placed(self, data: memoryview, name: str, table, budget: _Budget) -> ByteValues:
         found = None
         if isinstance(table, ByteValues) and len(table) == 1 and not len(table[0]) % 4:
-            found = frame_table.places(np.frombuffer(table[0], "<u4"), self.start, self.stop)
+            found = frame_table.places(np.frombuffer(table[0], "<i4"), self.start, self.stop)
         if found is None:
             return _bytes_values(data, self.start, self.stop, budget)
         budget.spend(len(found[0]))
@@ -319,7 +319,7 @@ def parse_example(record, tables: dict[str, str] | None = None) -> dict:
     values or more than MAX_PARSED values and fields in all (read no further).
 
     `tables` names, for a bytes list, the feature that holds each value's size (a video's
-    `frame_sizes`: one bytes value of little-endian uint32): a record that has one gets its
+    `frame_sizes`: one bytes value of little-endian int32): a record that has one gets its
     values placed from it without walking them (`PlacedByteValues`); one without, or whose
     sizes do not add up, is walked.
     """

@@ -17,7 +17,6 @@ from awscrt.checksums import combine_crc32c, crc32c
 __all__ = ["list_crc32c", "places", "sizes", "varint"]
 
 _TAG = 0x0A  # field 1, length-delimited: a BytesList's value
-_MAX_SIZE = (1 << 31) - 1  # protobuf's limit on a message, and so on a frame
 
 
 def varint(value: int) -> bytes:
@@ -31,8 +30,9 @@ def varint(value: int) -> bytes:
 
 
 def sizes(frames) -> np.ndarray:
-    """Each frame's size in bytes (uint32): the build's `frame_sizes`, stored as its bytes."""
-    return np.fromiter((len(f) for f in frames), np.uint32, len(frames))
+    """Each frame's size in bytes (int32: a record is under 2 GiB): the build's `frame_sizes`,
+    stored as its bytes."""
+    return np.fromiter((len(f) for f in frames), np.int32, len(frames))
 
 
 def list_crc32c(frames, frame_crcs) -> int:
@@ -49,7 +49,7 @@ def places(stored_sizes: np.ndarray, start: int, end: int) -> tuple[list[int], l
     """Where each frame's bytes start and stop in a record whose frame list lies from `start`
     to `end`, if `stored_sizes` (the record's `frame_sizes`) account for exactly those bytes;
     None otherwise (the reader then walks the list)."""
-    if stored_sizes.ndim != 1 or (stored_sizes.size and stored_sizes.max() > _MAX_SIZE):
+    if stored_sizes.ndim != 1 or (stored_sizes.size and stored_sizes.min() < 0):
         return None
     sized = stored_sizes.astype(np.int64)
     head = 2 + (sized >= 1 << 7) + (sized >= 1 << 14) + (sized >= 1 << 21) + (sized >= 1 << 28)

@@ -193,7 +193,7 @@ def features(config, kinds=frozenset()) -> tfds.features.FeaturesDict:
             ),
             FRAME_SIZES: tfds.features.Tensor(
                 shape=(None,),
-                dtype=np.uint32,
+                dtype=np.int32,  # a frame is under 2 GiB; TF's decode_raw reads no uint32
                 encoding="bytes",  # little-endian, read as an array without a varint a frame
                 doc="Size of each JPEG frame in bytes: a reader places a clip's frames in the "
                 "record without reading the others.",
