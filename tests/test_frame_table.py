@@ -7,12 +7,12 @@ import pathlib
 import struct
 
 import google_crc32c
+import hostile
 import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 from tensorflow_datasets.proto import tf_example_pb2
 
-import hostile
 import synthetic
 from video_tfrecords import ClipSource, VideoConfig
 from video_tfrecords.records import checksums, example_parser, schema
@@ -113,7 +113,9 @@ def test_the_builder_stores_each_frames_size_and_the_lists_crc(built):
         feature = tf_example_pb2.Example.FromString(record).features.feature
         frames = feature["video"].bytes_list
         (sizes,) = feature["frame_sizes"].bytes_list.value
-        assert list(struct.unpack(f"<{len(frames.value)}i", sizes)) == [len(f) for f in frames.value]
+        assert list(struct.unpack(f"<{len(frames.value)}i", sizes)) == [
+            len(f) for f in frames.value
+        ]
         assert list(feature["video_crc32c"].int64_list.value) == [
             google_crc32c.value(frames.SerializeToString())
         ]

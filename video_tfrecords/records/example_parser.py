@@ -106,7 +106,6 @@ class _Unwalked:
         return PlacedByteValues(data, *found, (self.start, self.stop), name)
 
 
-
 def _varint(data, pos: int) -> tuple[int, int]:
     """Decodes a base-128 varint at `pos`: (value, position after it)."""
     result = shift = 0

@@ -18,7 +18,7 @@ import numpy as np
 from video_tfrecords.clips import jpeg
 from video_tfrecords.clips.backends import NP_OPS
 from video_tfrecords.records import schema
-from video_tfrecords.records.example_parser import ByteValues
+from video_tfrecords.records.example_parser import ByteValues, parse_example
 from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = [
@@ -52,6 +52,15 @@ class Values:
 
     def __init__(self, parsed: dict, where: Callable[[], str]):
         self.parsed, self.where = parsed, where
+
+    @classmethod
+    def of(cls, record, where: Callable[[], str], tables: dict | None = None) -> Values:
+        """The values of `record`'s bytes, parsed (`example_parser.parse_example`, with its
+        size `tables`): a record that is no Example raises CorruptRecordError naming it."""
+        try:
+            return cls(parse_example(record, tables), where)
+        except ValueError as e:
+            raise CorruptRecordError(f"{where()}: {e}") from e
 
     def error(self, text: str) -> CorruptRecordError:
         return CorruptRecordError(f"{self.where()}: {text}.")

@@ -102,11 +102,7 @@ class SplitExamples:
     def audio_rate(self, index: int) -> int | None:
         """Samples per second of record `index`'s audio (one rate per dataset), checked."""
         where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
-        try:
-            parsed = example_parser.parse_example(self.reader.read(index))
-        except ValueError as e:
-            raise CorruptRecordError(f"{where()}: {e}") from e
-        return example_values.Values(parsed, where).rate(schema.AUDIO_RATE)
+        return example_values.Values.of(self.reader.read(index), where).rate(schema.AUDIO_RATE)
 
     def _new_fingerprint_cache(self) -> None:
         """Room for each video's content fingerprint, hashed on its first seeded read here
@@ -143,11 +139,8 @@ class SplitExamples:
         value taken is checked (`example_values`): a damaged or hostile record raises
         CorruptRecordError naming the value, the video and the record."""
         where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
-        try:
-            parsed = example_parser.parse_example(record, schema.SIZE_TABLES)
-        except ValueError as e:
-            raise CorruptRecordError(f"{where()}: {e}") from e
-        values = example_values.Values(parsed, where)
+        values = example_values.Values.of(record, where, schema.SIZE_TABLES)
+        parsed = values.parsed
         filename = values.text(schema.FILENAME)
         missing = [name for name in schema.REQUIRED if not len(parsed.get(name, ()))]
         if missing:
@@ -233,9 +226,9 @@ class SplitExamples:
         if feature == schema.TIMESTAMPS:
             return None if times is None else np.asarray(times, np.float32)
         value = values.rate(feature) if feature in (schema.FPS, schema.AUDIO_RATE) else None
-        if value is None and feature in (schema.AUDIO_RATE, schema.FPS):
-            if feature in self.features:  # the dataset stores it, the record lacks it
-                raise values.error(f"it has no {feature}")
+        stored = feature in (schema.AUDIO_RATE, schema.FPS) and feature in self.features
+        if value is None and stored:  # the dataset stores it, the record lacks it
+            raise values.error(f"it has no {feature}")
         return value
 
     def _fingerprint(self, index: int, frames, values: example_values.Values) -> int:

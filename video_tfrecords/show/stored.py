@@ -14,12 +14,10 @@ import numpy as np
 from video_tfrecords.clips import jpeg
 from video_tfrecords.records import (
     dataset_files,
-    example_parser,
     example_values,
     schema,
     split_reader,
 )
-from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = ["SplitRecords", "StoredVideo"]
 
@@ -78,11 +76,8 @@ class SplitRecords:
         Example or holds values of the wrong kind (`example_values`)."""
         record = self.reader.read(index)
         where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
-        try:
-            parsed = example_parser.parse_example(record)
-        except ValueError as e:
-            raise CorruptRecordError(f"{where()}: {e}") from e
-        values = example_values.Values(parsed, where)
+        values = example_values.Values.of(record, where)
+        parsed = values.parsed
         frames = values.listed(schema.VIDEO, "bytes")
         fps = values.one(schema.FPS, "float")
         fps = float(fps) if fps else None
