@@ -81,6 +81,14 @@ def test_a_table_that_adds_up_but_lies_is_refused_where_it_lies():
             placed[index]
 
 
+def test_a_table_of_more_values_than_a_list_may_hold_is_refused_as_the_walk_refuses_them():
+    frames = [b""] * (example_parser.MAX_VALUES + 1)  # one byte each as stored: the sizes add up
+    record = example_of(frames).SerializeToString()
+    for tables in (None, schema.SIZE_TABLES):
+        with pytest.raises(ValueError, match=f"more than {example_parser.MAX_VALUES} values"):
+            example_parser.parse_example(record, tables)
+
+
 def test_negative_sizes_are_not_used():
     for size in (-1, -(2**31)):
         record = example_of([b"x" * 10], sizes=[size]).SerializeToString()

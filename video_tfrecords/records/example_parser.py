@@ -99,7 +99,9 @@ class _Unwalked:
     def placed(self, data: memoryview, name: str, table, budget: _Budget) -> ByteValues:
         found = None
         if isinstance(table, ByteValues) and len(table) == 1 and not len(table[0]) % 4:
-            found = frame_table.places(np.frombuffer(table[0], "<i4"), self.start, self.stop)
+            sizes = np.frombuffer(table[0], "<i4")
+            if len(sizes) <= MAX_VALUES:  # a longer list is the walk's to refuse
+                found = frame_table.places(sizes, self.start, self.stop)
         if found is None:
             return _bytes_values(data, self.start, self.stop, budget)
         budget.spend(len(found[0]))
