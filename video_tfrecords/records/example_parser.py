@@ -87,25 +87,22 @@ class PlacedByteValues(ByteValues):
         return self.record[start:stop]
 
 
-class _Unwalked:
-    """A bytes list whose values are placed after the walk, by its size table if the record
-    has one (`parse_example`'s `tables`)."""
+class _Unwalked(tuple):
+    """(start, stop) of a bytes list left for its size table (`parse_example`'s `tables`)."""
 
-    __slots__ = ("start", "stop")
 
-    def __init__(self, start: int, stop: int):
-        self.start, self.stop = start, stop
-
-    def placed(self, data: memoryview, name: str, table, budget: _Budget) -> ByteValues:
-        found = None
-        if isinstance(table, ByteValues) and len(table) == 1 and not len(table[0]) % 4:
-            sizes = np.frombuffer(table[0], "<i4")
-            if len(sizes) <= MAX_VALUES:  # a longer list is the walk's to refuse
-                found = frame_table.places(sizes, self.start, self.stop)
-        if found is None:
-            return _bytes_values(data, self.start, self.stop, budget)
-        budget.spend(len(found[0]))
-        return PlacedByteValues(data, *found, (self.start, self.stop), name)
+def _placed(data: memoryview, span: _Unwalked, name: str, table, budget: _Budget) -> ByteValues:
+    """The values of the bytes list at `span`, placed by its size `table` if the record has
+    one that accounts for the list's bytes, else walked."""
+    found = None
+    if isinstance(table, ByteValues) and len(table) == 1 and not len(table[0]) % 4:
+        sizes = np.frombuffer(table[0], "<i4")
+        if len(sizes) <= MAX_VALUES:  # a longer list is the walk's to refuse
+            found = frame_table.places(sizes, *span)
+    if found is None:
+        return _bytes_values(data, *span, budget)
+    budget.spend(len(found[0]))
+    return PlacedByteValues(data, *found, tuple(span), name)
 
 
 def _varint(data, pos: int) -> tuple[int, int]:
@@ -274,7 +271,7 @@ def _list_values(
     """The values of a Feature's list: field 1 BytesList, 2 FloatList, 3 Int64List; with
     `defer`, a BytesList is left `_Unwalked`."""
     if field == 1:
-        return _Unwalked(pos, end) if defer else _bytes_values(data, pos, end, budget)
+        return _Unwalked((pos, end)) if defer else _bytes_values(data, pos, end, budget)
     return _number_values(data, pos, end, field == 2, budget)
 
 
@@ -335,7 +332,7 @@ def parse_example(record, tables: dict[str, str] | None = None) -> dict:
         for name in defer:
             if isinstance(features.get(name), _Unwalked):
                 table = features.get(tables[name])
-                features[name] = features[name].placed(view, name, table, budget)
+                features[name] = _placed(view, features[name], name, table, budget)
     except (ValueError, IndexError, UnicodeDecodeError) as e:
         raise ValueError(f"not a well-formed tf.train.Example ({e})") from None
     return features
