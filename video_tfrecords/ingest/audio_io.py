@@ -151,7 +151,7 @@ class AudioTrack:
         self._frames.close()
         self._chunks.clear()
         self._written = None
-        self._frames = self._resampled(self._stream)
+        self._frames = self._resampled(self._stream, seeked=True)
         frame = next(self._frames, None)
         if frame is None:
             return self._given
@@ -209,13 +209,13 @@ class AudioTrack:
             self._chunks.append((at, data))
             self._written = at + len(data)
 
-    def _resampled(self, stream) -> Iterator[av.AudioFrame]:
+    def _resampled(self, stream, seeked: bool = False) -> Iterator[av.AudioFrame]:
         """The stream's frames through FFmpeg's resampler (a new one if the format changes).
 
         One call per decoded frame: joining frames first saves no time, swresample's own
         work being most of it (docs/performance.md, audio)."""
         resampler = None
-        for frame in self._decoded(stream):
+        for frame in self._decoded(stream, seeked):
             self.has_audio = True
             if resampler is not None:
                 try:
@@ -228,8 +228,11 @@ class AudioTrack:
         if resampler is not None:
             yield from resampler.resample(None)
 
-    def _decoded(self, stream) -> Iterator[av.AudioFrame]:
-        """The stream's decoded frames; counts the packets the decoder rejects."""
+    def _decoded(self, stream, seeked: bool = False) -> Iterator[av.AudioFrame]:
+        """The stream's decoded frames; counts the packets the decoder rejects. After a seek
+        (`seeked`), those before the first frame decoded are not damage: a seek in a program
+        stream lands within a frame, whose tail the decoder rejects (`start_at` seeks again
+        should that leave the span's start without audio)."""
         decoder = stream.codec_context
         packets = demux.stream_packets(self._container, stream, self.damage)
         for packet in itertools.chain(packets, [None]):  # None drains it
@@ -237,6 +240,7 @@ class AudioTrack:
                 frames = decoder.decode(packet)
             except av.error.FFmpegError:
                 frames = None
-            if packet is not None and (frames is None or packet.is_corrupt):
+            if packet is not None and (frames is None or packet.is_corrupt) and not seeked:
                 self.damage.packets_with_errors += 1
+            seeked = seeked and not frames
             yield from frames or ()
