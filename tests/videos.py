@@ -51,6 +51,7 @@ QUALITY = {  # near-transparent settings: the decoded frames stay close to what 
     "libsvtav1": {"crf": "20", "preset": "10", "svtav1-params": "svt-log-level=0"},
     "mpeg4": {"qscale": "2"},
     "mjpeg": {"qscale": "2"},
+    "mpeg2video": {"qscale": "2"},
 }
 
 
@@ -576,6 +577,7 @@ def tones(num_samples: int, rate: int, onsets: list[float], start: float = 0.0) 
 def flashes_and_tones(
     path, *, num_frames: int, flashes, fps: int = 25, audio_start: float = 0.5,
     audio_end: float | None = None, rate: int = 48000, codec: str = "aac", channels: int = 1,
+    video_codec: str = "libx264",
 ) -> str:
     """An mp4 (or the container of `path`'s extension): H.264 frames at `fps` (`flash_frame`)
     that flash white at the frames `flashes`, and an audio stream (`codec`, `rate`) whose
@@ -585,9 +587,9 @@ def flashes_and_tones(
     """
     duration = num_frames / fps
     with av.open(str(path), "w") as container:
-        video = container.add_stream("libx264", rate=fps)
+        video = container.add_stream(video_codec, rate=fps)
         video.width, video.height, video.pix_fmt = 96, 64, "yuv420p"
-        video.options = QUALITY["libx264"]
+        video.options = QUALITY[video_codec]
         audio = None
         if audio_start is not None:
             audio = container.add_stream(codec, rate=rate)
