@@ -20,16 +20,17 @@ import pytest
 import videos
 from conftest import decode_jpegs, psnr
 from video_tfrecords import VideoConfig
-from video_tfrecords.ingest import encoding, manifest, spans, video_io
+from video_tfrecords.ingest import demux, encoding, manifest, spans, video_io
 
 FPS = 25
 F = fractions.Fraction
 
 
-def build(path, spans_: list[tuple[float, float]] | None, tmp_path) -> list[list[dict]]:
+def build(path, spans_, tmp_path, damage=None, **fields) -> list[list[dict]]:
     """The build's examples of `path`: one list per span (JSON Lines lines, as `BuildRun.encoding_tasks`
-    makes the task), or of the whole video (None). No resize, one example a span."""
-    config = VideoConfig(name="seek", short_side=None, segment_frames=None)
+    makes the task), or of the whole video (None). No resize, one example a span; `fields`: more
+    of the config, `damage`: the note the build must make."""
+    config = VideoConfig(name="seek", short_side=None, segment_frames=None, **fields)
     folder = tmp_path / f"manifest{len(list(tmp_path.glob('manifest*')))}"
     folder.mkdir()
     if spans_ is None:
@@ -46,7 +47,7 @@ def build(path, spans_: list[tuple[float, float]] | None, tmp_path) -> list[list
         task = encoding.Task("train", entries[0], 0, str(path), config, "", 1, parts)
     made = []
     summary = encoding.encode_video(task, made.append)
-    assert summary["damage"] is None and summary["notes"] == []
+    assert summary["damage"] == damage and summary["notes"] == []
     by_part = {}
     for example in made:
         by_part.setdefault(example.get("part", 0), []).append(example)
@@ -109,6 +110,69 @@ def test_spans_in_the_first_gop_of_an_mpeg2_stream_hold_its_frames(tmp_path, ext
     assert 0.72 - 1e-6 <= float((keys[1] - keys[0]) * stream.time_base) < 2.5
     # bwdif's first frame after a seek lacks the field before it: within JPEG's loss there
     check_spans(path, MPEG2_SPANS, tmp_path, bwdif=interlaced, exact=not interlaced)
+
+
+# Small pictures (a DVD's still scene, flat colour): several to a program stream's PES, whose
+# stamp is the first's that starts in it. After a seek FFmpeg's parser cut the tail of the
+# picture before for a packet of its own, stamped it so, and every picture after it half a frame
+# late up to the next stamped PES: a frame early, or times 0.02 s late.
+SMALL_PICTURES = {  # how: flashes_and_tones' I and P pictures, or B-frames too
+    "I and P": None,
+    "B-frames": {"g": "12", "bf": "2", "qscale": "2", "threads": "1"},
+}
+SMALL_SPANS = [(0.5, 0.9), (1.3, 1.8), (2.1, 2.6), (3.0, 3.5), (3.7, 4.0), (4.2, 4.7), (7.1, 8)]
+
+
+@pytest.mark.parametrize("how", sorted(SMALL_PICTURES))
+@pytest.mark.parametrize("ext", ["mpg", "ts"])
+def test_spans_of_an_mpeg2_stream_of_small_pictures_hold_its_frames(tmp_path, ext, how):
+    path, options = tmp_path / f"small.{ext}", SMALL_PICTURES[how]
+    if options is None:
+        videos.flashes_and_tones(path, num_frames=200, flashes=[20, 55], audio_start=None,
+                                 video_codec="mpeg2video")  # fmt: skip
+    else:
+        videos.write(path, videos.marked_frames(200), "mpeg2video", options=options)
+    with av.open(str(path)) as container:  # several pictures to a PES: few stamped packets
+        stream = container.streams.video[0]
+        positions = [p.pos for p in container.demux(stream) if p.size]
+    assert ext == "ts" or sum(pos is not None for pos in positions) < len(positions) / 2
+    check_spans(str(path), SMALL_SPANS, tmp_path, alone=True)  # each span's own seek
+    check_spans(str(path), SMALL_SPANS[1:2] + SMALL_SPANS[-1:], tmp_path)  # two in one video
+
+
+def test_a_spans_audio_in_a_program_stream_starts_at_its_first_frame(tmp_path):
+    flashes = [20, 55, 70, 90, 130]  # a tone burst starts at each flash frame's time
+    path = videos.flashes_and_tones(tmp_path / "tones.mpg", num_frames=150, flashes=flashes,
+                                    audio_start=0.0, codec="mp2", video_codec="mpeg2video")  # fmt: skip
+    rate = 16000
+    for start, end in [(1.3, 3.0), (2.1, 4.5), (4.2, 5.9)]:
+        # The audio's first packet after its seek is a cut MP2 frame the decoder rejects.
+        damage = "1 audio packet with decode errors"
+        ((example,),) = build(path, [(start, end)], tmp_path, damage=damage, audio_rate=rate)
+        first = videos.frame_index(decode_jpegs(example["video"][:1])[0])
+        assert first == math.ceil(start * FPS - 1e-6), f"span from {start}"
+        assert example["timestamps"][0] == pytest.approx(first / FPS, abs=1e-5)
+        audio = example["audio"][:, 0].astype(np.float32) / 32768
+        loud = np.flatnonzero(np.abs(audio) > videos.TONE_AMPLITUDE / 4)
+        onsets = [i / rate for k, i in enumerate(loud) if k == 0 or i - loud[k - 1] > rate // 100]
+        wanted = [(f - first) / FPS for f in flashes if first <= f and f / FPS < end]
+        np.testing.assert_allclose(onsets, wanted, atol=0.003, err_msg=f"span from {start}")
+
+
+def test_a_seeks_packets_not_found_in_the_whole_demux_are_decoded_from_the_start(
+    tmp_path, monkeypatch
+):
+    path = videos.flashes_and_tones(tmp_path / "small.mpg", num_frames=150, flashes=[20, 55],
+                                    audio_start=None, video_codec="mpeg2video")  # fmt: skip
+    reference = videos.reference(path)
+    monkeypatch.setattr(demux, "SEARCH", 1)  # the picture's tail the seek cuts: not found
+    with video_io.Video(path) as video:
+        opened = video.pictures_decoded
+        got = [(f.time, videos.frame_index(f.bgr(64, 96)[..., ::-1])) for f in video.frames(2.1)]
+        decoded = video.pictures_decoded - opened
+    assert [i for _, i in got] == list(range(53, 150))
+    np.testing.assert_allclose([t for t, _ in got], reference.times[53:], atol=1e-6)
+    assert decoded == 150  # from the start, the first picture again too
 
 
 # -- UCF101 / HMDB51: XviD's packed B-frames in AVI ------------------------------------------------

@@ -145,6 +145,10 @@ class Video:
         self._timing: timestamps.Timing | None = None  # made by frames()
         self._deinterlace = deinterlace
         self._container, self._stream = demux.open_video(path, self._threads)
+        # A seek's packets stamped as the demux from the start stamps them, where FFmpeg's
+        # parser stamps them (`demux.WholeDemux`): read only once a span seeks.
+        parsed = self._container.format.name in demux.PARSER_STAMPED
+        self._whole = demux.WholeDemux(path) if parsed else None
         try:
             truncated = file_structure.declared_size(path) > os.path.getsize(path)
             self.damage = Damage(truncated=truncated)
@@ -173,6 +177,8 @@ class Video:
 
     def close(self) -> None:
         self._container.close()
+        if self._whole is not None:
+            self._whole.close()
 
     def frames(self, start: float = 0.0, end: float = math.inf) -> Iterator[Frame]:
         """Every frame FFmpeg outputs for the stream, in order, going on past damaged packets;
@@ -221,7 +227,9 @@ class Video:
         leading pictures (open GOP) it then drops, even on the second keyframe for the first
         frame's own time. A first frame later than `start` has it seek again from earlier (by
         as much as it was late, and `RETREAT`), then the file decoded from its start, as the
-        whole-file decode does (as is a file FFmpeg cannot seek in).
+        whole-file decode does (as is a file FFmpeg cannot seek in). In an MPEG program stream
+        the packets take the stamps a demux from the start gives them (`demux.WholeDemux`);
+        none found there, the file is decoded from its start too.
         """
         self._first = None
         base = self._stream.time_base
@@ -234,7 +242,10 @@ class Video:
             except av.error.FFmpegError:
                 break
             timed = self._timed(self._restart(), self._origin)
-            first = next(timed, None)
+            try:
+                first = next(timed, None)
+            except demux.NotFound:  # its packets not found in the whole demux: from the start
+                break
             if first is None:
                 break
             if first[0] <= start + EPSILON:
@@ -285,6 +296,8 @@ class Video:
         shown_from = None  # the first picture's pts after a seek
         interlaced = False
         packets = demux.stream_packets(self._container, self._stream, damage)
+        if seeked and self._whole is not None:
+            packets = self._whole.restamped(packets)
         for packet in itertools.chain(packets, [None]):  # None drains the decoder
             try:
                 pictures = decoder.decode(packet)
