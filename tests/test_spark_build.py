@@ -18,18 +18,19 @@ import numpy as np
 import psutil
 import pytest
 import tensorflow_datasets as tfds
+from etils import epath
 
 import synthetic
 from video_tfrecords import ClipSource, VideoConfig, clip_dataset, spark_build
 from video_tfrecords.engines import even_groups, grouped
 from video_tfrecords.engines import spark as spark_engine
-from video_tfrecords.ingest import encoding, provenance, shards
+from video_tfrecords.ingest import cache, encoding, provenance, shards
 from video_tfrecords.ingest.run import BuildRun
 from video_tfrecords.records.schema import DATASET_VERSION
 
 NAME = "spark_test"
 CONFIG = {"name": NAME, "short_side": 32, "segment_frames": 8, "num_workers": 1}
-BIG = "big one.mp4"  # 400 frames, 50 segments: the only video whose cache entry gets a fourth
+BIG = "big one.mp4"  # 400 frames, 50 segments (the others: at most 3)
 SPLITS = ("train", "validation")
 
 
@@ -236,48 +237,76 @@ def has_open(process: psutil.Process, path: str) -> bool:
         return False
 
 
+def big_video_entry(manual, data_dir) -> epath.Path:
+    """The folder the build's encoding cache gives the big video, known before the build: the
+    watcher sees its entry from the first segment on."""
+    builder = tfds.builder("video_tfrecords", data_dir=str(data_dir), config=VideoConfig(**CONFIG))
+    tasks = BuildRun(builder.info, builder.builder_config).encoding_tasks(
+        manual, data_dir / "downloads"
+    )
+    (task,) = [t for t in tasks["train"] if t.entry.path == BIG]
+    return cache.Cache(task.cache_root).folder(encoding.cache_key(task))
+
+
 def test_a_worker_killed_mid_video_leaves_each_video_once(manual, plain, spark, tmp_path):
     """SIGKILL the Python worker encoding the big video: Spark retries its task, which reads
     back what its group had finished and encodes the rest.
 
-    The big video is caught by its cache entry, which is under way while a fourth segment is
-    written and no done.json yet (no other video has four segments); then the workers are
-    stopped (SIGSTOP) while the one that has the video open is found, so the catch does not
-    race the encoding (a tenth of a second)."""
-    killed = []
+    The big video is caught by its cache entry (its folder known up front), under way from
+    its first segment until its done.json: its whole encoding (50 segments) is the window.
+    The workers are then stopped (SIGSTOP), so that nothing moves while the entry is checked
+    again and the one that has the video open is found and killed; the others go on."""
     data_dir = tmp_path / "spark"
     entries = data_dir / "downloads" / "video_tfrecords_cache" / NAME
+    big = big_video_entry(manual, data_dir)
+    assert not entries.exists()  # finding the key encoded nothing
+    killed, finished = [], threading.Event()
+
+    def under_way() -> int:
+        """Segments of the big video written so far, 0 if none yet or already done."""
+        if (big / "done.json").exists():
+            return 0
+        return sum(1 for _ in big.glob("*.pickle"))
 
     def kill_when_encoding():
-        deadline = time.monotonic() + 120
-        while not killed and time.monotonic() < deadline:
-            under_way = [
-                p for p in entries.glob("*/*/00003.pickle") if not (p.parent / "done.json").exists()
-            ]
-            if under_way:
+        while not killed and not finished.is_set():
+            if under_way():
                 workers = python_workers()
                 for worker in workers:
                     worker.send_signal(signal.SIGSTOP)
+                segments = under_way()  # nothing moves now
+                finished_then = cache_entries(data_dir)
                 for worker in workers:
-                    if has_open(worker, str(manual / BIG)):
+                    if 0 < segments < 50 and has_open(worker, str(manual / BIG)):
                         worker.send_signal(signal.SIGKILL)
-                        killed.append(worker.pid)
+                        killed.append((worker.pid, segments, finished_then))
                 for worker in workers:
                     worker.send_signal(signal.SIGCONT)
             time.sleep(0.001)
 
     watcher = threading.Thread(target=kill_when_encoding, daemon=True)
     watcher.start()
-    spark_build.build(
-        spark,
-        str(manual),
-        str(data_dir),
-        VideoConfig(**CONFIG),
-        download_config=download_config(),
-    )
-    watcher.join(timeout=1)
+    try:
+        spark_build.build(
+            spark,
+            str(manual),
+            str(data_dir),
+            VideoConfig(**CONFIG),
+            download_config=download_config(),
+        )
+    finally:
+        finished.set()
+        watcher.join(timeout=10)
     assert len(killed) == 1, "the big video was never caught being encoded"
+    (_, segments, finished_then) = killed[0]
+    assert 0 < segments < 50, segments  # killed mid-video
     assert_same_dataset(data_dir, plain)
+    after = cache_entries(data_dir)
+    # No entry finished before the kill was encoded again (the retry read back its group's);
+    # the big video's was finished by the retry, whole.
+    assert {k: after[k] for k in finished_then} == finished_then
+    assert big.name in after and big.name not in finished_then
+    assert len(list(big.glob("*.pickle"))) == 50
 
 
 def cache_entries(data_dir) -> dict[str, int]:
