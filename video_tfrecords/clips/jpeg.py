@@ -131,6 +131,25 @@ class Headers:
     def __init__(self, size=None):
         self.size = None if size is None else tuple(int(s) for s in size)
         self._prefix: bytes | None = None
+        self._least = 0  # the fewest bytes a frame of `size` may have, once the prefix is known
+        self._decoded: dict[int, tuple[int, int]] = {}  # DCT scaling -> decoded (h, w)
+
+    def passes(self, view: memoryview) -> bool:
+        """Whether a frame (a byte memoryview of it whole) passes by the quick route alone: the
+        first passing frame's header bytes, and enough bytes for its pixels. When not, `problem`
+        says what is wrong, if anything."""
+        prefix = self._prefix
+        return (
+            prefix is not None and len(view) >= self._least
+            and bytes(view[: len(prefix)]) == prefix
+        )  # fmt: skip
+
+    def decoded_size(self, ratio: int) -> tuple[int, int]:
+        """(h, w) of a frame of `size` decoded at 1/`ratio` (DCT scaling rounds up)."""
+        found = self._decoded.get(ratio)
+        if found is None:
+            found = self._decoded[ratio] = (-(-self.size[0] // ratio), -(-self.size[1] // ratio))
+        return found
 
     def problem(self, data, length: int | None = None) -> str | None:
         """What is wrong with a frame's header (`frame_problem`'s words), or None. `data`: the
@@ -144,6 +163,8 @@ class Headers:
         if problem is None and prefix is None:
             _, _, height, width, _, end = read_header(view)
             self.size, self._prefix = (height, width), bytes(view[:end])
+            self._least = -(-height * width // PIXELS_PER_BYTE)  # (`_too_short`'s bound)
+            self._decoded.clear()
         return problem
 
 
@@ -159,8 +180,11 @@ def is_whole_jpeg(buffer) -> bool:
     return bytes(view[:3]) == JPEG_MAGIC and _ends_image(view)
 
 
+_END_OF_IMAGE = b"\xff\xd9"
+
+
 def _ends_image(view: memoryview) -> bool:
-    return b"\xff\xd9" in bytes(view[-64:])
+    return _END_OF_IMAGE in bytes(view[-64:])
 
 
 def decode_rgb(data, ratio: int, out: np.ndarray, where, headers: Headers) -> np.ndarray:
@@ -175,13 +199,14 @@ def decode_rgb(data, ratio: int, out: np.ndarray, where, headers: Headers) -> np
     does not decode raises CorruptRecordError.
     """
     view = memoryview(data).cast("B")
-    problem = headers.problem(view)
-    if problem is not None:
-        raise CorruptRecordError(f"{where()} {problem}.")
-    if not _ends_image(view):  # (it starts like a JPEG: its header passed)
+    if not headers.passes(view):  # (every frame but the first passes by the quick route)
+        problem = headers.problem(view)
+        if problem is not None:
+            raise CorruptRecordError(f"{where()} {problem}.")
+    # (it starts like a JPEG: its header passed; the marker is most often the last two bytes)
+    if bytes(view[-2:]) != _END_OF_IMAGE and not _ends_image(view):
         raise CorruptRecordError(f"{where()} is not a valid JPEG (no end-of-image marker).")
-    size = headers.size
-    found = (-(-size[0] // ratio), -(-size[1] // ratio))
+    found = headers.decoded_size(ratio)
     if found != out.shape[:2]:  # the caller's slot is of the video's decoded size
         raise ValueError(f"{where()} decodes to {found[1]}x{found[0]}, not {out.shape[1]}x"
                          f"{out.shape[0]}.")  # fmt: skip
