@@ -54,6 +54,8 @@ def _mix64(ops, x):
 
 def _combine(ops, a, b):
     """Hashes two uint64 values into one."""
+    if type(a) is np.uint64 and type(b) is np.uint64:  # (as `_mix64`: in Python ints)
+        return np.uint64(_combine_int(int(a), int(b)))
     return _mix64(ops, a ^ _mix64(ops, b + _GOLDEN))
 
 
@@ -72,7 +74,7 @@ def clip_counter(clip, slot):
 def randint(ops, key, counter, n):
     """An integer in [0, n) (n >= 1) from the key's stream; bias < n / 2**64."""
     if type(key) is np.uint64 and np.ndim(n) == 0 and n >= 1:  # one NumPy value, in Python ints
-        return np.int64(int(draw(ops, key, counter)) % int(n))
+        return np.int64(0 if n == 1 else int(draw(ops, key, counter)) % int(n))
     return ops.i64(draw(ops, key, counter) % ops.u64(n))
 
 
@@ -206,8 +208,11 @@ def seeded_key(ops, seed, frames, fingerprint=None):
         fingerprint_u = fingerprint_u64(ops, frames)
     else:
         fingerprint_u = ops.seed_u64(fingerprint)
+    seed_u = ops.seed_u64(seed)
+    if type(seed_u) is np.uint64 and type(fingerprint_u) is np.uint64:
+        return _combine(ops, seed_u, fingerprint_u)  # (in Python ints: nothing wraps in NumPy)
     with ops.wrapping():
-        return _combine(ops, ops.seed_u64(seed), fingerprint_u)
+        return _combine(ops, seed_u, fingerprint_u)
 
 
 def fresh_key(ops):
