@@ -124,7 +124,7 @@ class Headers:
     """`frame_problem` for each frame of a video, at the cost of a byte comparison for all but
     the first: the build writes every frame of a video with one encoder, size and quality, so
     its bytes up to the end of the start-of-frame header are the same in every frame. A frame
-    whose bytes there equal the last fully checked passing frame's get its verdict (those bytes
+    whose bytes there equal the last fully checked passing frame's gets its verdict (those bytes
     decide it; its length is checked on its own); any other is checked in full. `size`: the
     (height, width) every frame must have, else the first frame's. With a size, one instance
     serves every video of that size (`for_size`), in any thread: a dataset's frames share
