@@ -221,15 +221,22 @@ class ClipSource:
         """The examples in order, at the source's epoch."""
         return (self[i] for i in range(len(self)))
 
-    def get(self, index, *, seed: int | None, out: np.ndarray | None = None, audio_out=None):
+    def get(
+        self, index, *, seed: int | None, out: np.ndarray | None = None, audio_out=None,
+        deferred: list | None = None,
+    ):  # fmt: skip
         """`source[index]` with the clip drawn with `seed` (None: fresh) instead of the source's.
 
         For a reader that serves several epochs at once (`clip_dataset`): the source's
         own seed and epoch are left as they are. `out`: a uint8 array of the clip's
         shape to decode into (returned as "video"); `audio_out`: a float32 one for "audio".
+        `deferred` (with `out`): a list that gets the clip's frame reads, checks and decodes
+        as callables to run (in order; errors name the video and record) instead of running
+        them now: "video" holds the clip once they have run (`decode_np.sample_np`).
         """
         record_index, _ = self._locate(index)
-        return self._example(self._stored(record_index, seed), seed, out, audio_out)
+        stored = self._stored(record_index, seed)
+        return self._example(stored, seed, out, audio_out, None if out is None else deferred)
 
     def __getitems__(self, indices) -> list[dict]:
         """Several examples at once (PyTorch's DataLoader and Grain call this for a batch).
@@ -272,15 +279,21 @@ class ClipSource:
         record = self.examples.read(record_index)
         return self.examples.interpret(record_index, record, self.spec, seeded=seed is not None)
 
-    def _example(self, stored: StoredExample, seed, out=None, audio_out=None) -> dict:
+    def _example(self, stored: StoredExample, seed, out=None, audio_out=None, deferred=None):
         """The output dict of one record: the sampled clip and the scalar features; with
         stored annotations, the clip's labels and caption(s) (`clips.labels.annotate`).
         Errors name the video and its file; a frame or value the stored data should not hold
         raises CorruptRecordError."""
+        if deferred is None:
+            with _located(stored):
+                return self._decoded(stored, seed, out, audio_out, None)
+        decodes = []
         with _located(stored):
-            return self._decoded(stored, seed, out, audio_out)
+            example = self._decoded(stored, seed, out, audio_out, decodes)
+        deferred.extend(functools.partial(_run_located, stored, decode) for decode in decodes)
+        return example
 
-    def _decoded(self, stored: StoredExample, seed, out, audio_out) -> dict:
+    def _decoded(self, stored: StoredExample, seed, out, audio_out, deferred) -> dict:
         annotated = stored.annotations is not None
         if annotated and seed is None and self.spec.seed is None:
             seed = keys.fresh_seed()  # one draw for the clip and its annotations
@@ -290,7 +303,9 @@ class ClipSource:
             key = clip_key(backends.NP_OPS, self.spec, frames, seed, fingerprint)
         if annotated:
             frames, inputs, first = self._in_segment(stored, key)
-        video = decode_np.sample_np(self.spec, frames, seed, out=out, audio_out=audio_out, **inputs)
+        video = decode_np.sample_np(
+            self.spec, frames, seed, out=out, audio_out=audio_out, deferred=deferred, **inputs
+        )
         example = {"label": stored.label, "filename": stored.filename}
         if self.spec.audio:
             video, example["audio"] = video
@@ -338,6 +353,12 @@ def _located(stored: StoredExample):
         where = where if video in str(e) else f"video {video}, {where}"
         kind = CorruptRecordError if isinstance(e, CorruptRecordError) else ValueError
         raise kind(f"{e} ({where})") from (None if kind is CorruptRecordError else e)
+
+
+def _run_located(stored: StoredExample, decode) -> None:
+    """A deferred decode of `stored`'s clip, its errors naming the video and record."""
+    with _located(stored):
+        decode()
 
 
 def _text(value):

@@ -32,10 +32,23 @@ class NumpyOps:
     maximum = staticmethod(np.maximum)
     minimum = staticmethod(np.minimum)
     where = staticmethod(np.where)
-    stack = staticmethod(np.stack)
     logical_and = staticmethod(np.logical_and)
     logical_or = staticmethod(np.logical_or)
     logical_not = staticmethod(np.logical_not)
+
+    @staticmethod
+    def stack(values):
+        """`np.stack`; one `np.array` call (a tenth of the cost) for values of one NumPy type
+        and shape, where the two give the same array."""
+        first = values[0] if len(values) else None
+        kind = type(first)
+        if kind is np.ndarray and first.dtype.kind != "O":
+            dtype, shape = first.dtype, first.shape
+            if all(type(v) is np.ndarray and v.dtype == dtype and v.shape == shape for v in values):
+                return np.array(values)
+        elif isinstance(first, np.generic) and all(type(v) is kind for v in values):
+            return np.array(values)
+        return np.stack(values)
 
     @staticmethod
     def shr(x, n):

@@ -67,7 +67,7 @@ def _layout(spec, frames, seed, name, **plan_args):
 def sample_np(
     spec: ClipSpec, frames, seed=None, *, name=None, fingerprint=None, out=None,
     timestamps=None, source_fps=None, audio=None, audio_rate=None, audio_out=None,
-    frame_shape=None,
+    frame_shape=None, deferred: list | None = None,
 ):
     """Samples and decodes clip(s) without TensorFlow: uint8 [T, H, W, 3] or [V, T, H, W, 3].
 
@@ -91,6 +91,11 @@ def sample_np(
             [N, C], their rate, and optionally a float32 array to cut the windows into.
         frame_shape: the (height, width) every frame has (the dataset's, or the example's
             stored size); else the first planned frame's header says it.
+        deferred: with `out`, a list to append the clip's frames' reads, checks and decodes
+            to (one callable) instead of running them: the clip is planned and returned, its
+            pixels are there once the caller has run it. A batch reader so decodes a batch's
+            frames back to back, after all its records and plans (a few percent faster: each
+            kind of work keeps its caches).
 
     Each distinct frame is decoded once, straight from its bytes: into the
     output itself when it fills its place whole (no crop, flip or resize), else
@@ -124,33 +129,40 @@ def sample_np(
     flips = plan["flip"].tolist()
     ratio = int(layout.ratio)
     # The size every frame has (the stored one, else the first planned frame's), and decodes to.
-    headers = jpeg.Headers(layout.frame_size)
+    headers = jpeg.Headers.for_size(layout.frame_size)
     decoded_size = tuple(-(-s // ratio) for s in headers.size)
     resized = size != decoded_size and boxes is None  # whole frames are resized
     whole = not resized and boxes is None and (box_h, box_w) == size  # a frame fills its slot
-    scratch = None  # one decoded frame when it cannot go straight to its slot
-    for i, positions in slots.items():
-        in_place = whole and not flips[positions[0][0]]
-        if in_place:
-            target = clips[positions[0]]  # decoded into the clip: no copy at all
-        else:
-            scratch = np.empty((*decoded_size, 3), np.uint8) if scratch is None else scratch
-            target = scratch
-        where = lambda i=i: f"Frame {i} of video {label()}"
-        image = jpeg.decode_rgb(frames[i], ratio, target, where, headers)
-        if resized:
-            image = area_resize(image, *size)
-        for c, t in positions[1:] if in_place else positions:
-            # A box resized on its own, else a fixed box (resize_box then only flips or copies).
-            y, x, h, w = boxes[c] if boxes is not None else (*offsets[c], box_h, box_w)
-            resize_box(image[y : y + h, x : x + w], box_h, box_w, clips[c, t], flips[c])
-    clips = clips if spec.multi_clip else clips[0]
+
+    def decode():
+        scratch = None  # one decoded frame when it cannot go straight to its slot
+        for i, positions in slots.items():
+            in_place = whole and not flips[positions[0][0]]
+            if in_place:
+                target = clips[positions[0]]  # decoded into the clip: no copy at all
+            else:
+                scratch = np.empty((*decoded_size, 3), np.uint8) if scratch is None else scratch
+                target = scratch
+            where = lambda i=i: f"Frame {i} of video {label()}"
+            image = jpeg.decode_rgb(frames[i], ratio, target, where, headers)
+            if resized:
+                image = area_resize(image, *size)
+            for c, t in positions[1:] if in_place else positions:
+                # A box resized on its own, else a fixed box (resize_box only flips or copies).
+                y, x, h, w = boxes[c] if boxes is not None else (*offsets[c], box_h, box_w)
+                resize_box(image[y : y + h, x : x + w], box_h, box_w, clips[c, t], flips[c])
+
+    if deferred is None or out is None:
+        decode()
+    else:
+        deferred.append(decode)
+    video = clips if spec.multi_clip else clips[0]  # (`clips` itself stays: `decode` fills it)
     if not spec.audio:
-        return clips
+        return video
     windows = clip_audio.window_np(
         spec, plan["indices"], audio, audio_rate, timestamps, source_fps, out=audio_out
     )
-    return clips, windows
+    return video, windows
 
 
 def _output_view(out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

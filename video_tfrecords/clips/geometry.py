@@ -52,6 +52,8 @@ def coarsest_scale(ops, height, width, covers):
 
 def covers(ops, height, width, box_h, box_w):
     """Whether frames of height x width (each clip's, with scale jitter) hold the box."""
+    if type(height) is int and type(width) is int:  # a dataset's fixed size (NumPy's `all` costs)
+        return height >= box_h and width >= box_w
     fits = ops.logical_and(height >= box_h, width >= box_w)
     if ops is NP_OPS:
         return bool(np.all(fits))

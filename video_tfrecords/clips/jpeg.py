@@ -121,30 +121,68 @@ def _too_short(length: int, height: int, width: int) -> str | None:
 
 
 class Headers:
-    """`frame_problem` for each frame of one video, at the cost of a byte comparison for all
-    but the first: the build writes every frame of a video with one encoder, size and quality,
-    so its bytes up to the end of the start-of-frame header are the same in every frame. A
-    frame whose bytes there equal the first passing frame's gets its verdict (its length
-    checked on its own); any other is checked in full. `size`: the (height, width) every frame
-    must have, else the first frame's."""
+    """`frame_problem` for each frame of a video, at the cost of a byte comparison for all but
+    the first: the build writes every frame of a video with one encoder, size and quality, so
+    its bytes up to the end of the start-of-frame header are the same in every frame. A frame
+    whose bytes there equal the last fully checked passing frame's gets its verdict (those bytes
+    decide it; its length is checked on its own); any other is checked in full. `size`: the
+    (height, width) every frame must have, else the first frame's. With a size, one instance
+    serves every video of that size (`for_size`), in any thread: a dataset's frames share
+    their header bytes, so a clip's first frame takes the quick route too."""
 
     def __init__(self, size=None):
         self.size = None if size is None else tuple(int(s) for s in size)
-        self._prefix: bytes | None = None
+        # (header bytes, the fewest bytes a frame of `size` may have): one value, set at once
+        self._known: tuple[bytes, int] | None = None
+        self._decoded: dict[int, tuple[int, int]] = {}  # DCT scaling -> decoded (h, w)
+
+    @classmethod
+    def for_size(cls, size) -> Headers:
+        """The shared instance for frames of `size` (height, width)."""
+        size = (int(size[0]), int(size[1]))
+        headers = _SHARED_HEADERS.get(size)
+        if headers is None:
+            if len(_SHARED_HEADERS) >= 256:  # (datasets of many sizes: start over)
+                _SHARED_HEADERS.clear()
+            headers = _SHARED_HEADERS[size] = cls(size)
+        return headers
+
+    def passes(self, view: memoryview) -> bool:
+        """Whether a frame (a byte memoryview of it whole) passes by the quick route alone:
+        known header bytes, and enough bytes for its pixels. When not, `problem` says what is
+        wrong, if anything."""
+        known = self._known
+        return (
+            known is not None and len(view) >= known[1]
+            and bytes(view[: len(known[0])]) == known[0]
+        )  # fmt: skip
+
+    def decoded_size(self, ratio: int) -> tuple[int, int]:
+        """(h, w) of a frame of `size` decoded at 1/`ratio` (DCT scaling rounds up)."""
+        found = self._decoded.get(ratio)
+        if found is None:
+            found = self._decoded[ratio] = (-(-self.size[0] // ratio), -(-self.size[1] // ratio))
+        return found
 
     def problem(self, data, length: int | None = None) -> str | None:
         """What is wrong with a frame's header (`frame_problem`'s words), or None. `data`: the
         frame, or at least its first HEADER_BYTES bytes; `length`: its whole length."""
         view = memoryview(data).cast("B")
         length = len(view) if length is None else int(length)
-        prefix = self._prefix
-        if prefix is not None and bytes(view[: len(prefix)]) == prefix:
+        known = self._known
+        if known is not None and bytes(view[: len(known[0])]) == known[0]:
             return _too_short(length, *self.size)
         problem = frame_problem(view, self.size, length)
-        if problem is None and prefix is None:
+        if problem is None:
             _, _, height, width, _, end = read_header(view)
-            self.size, self._prefix = (height, width), bytes(view[:end])
+            if self.size is None:
+                self.size = (height, width)
+            # (`_too_short`'s bound; the size is `size`'s, which the header's must equal)
+            self._known = (bytes(view[:end]), -(-height * width // PIXELS_PER_BYTE))
         return problem
+
+
+_SHARED_HEADERS: dict[tuple[int, int], Headers] = {}
 
 
 def is_whole_jpeg(buffer) -> bool:
@@ -159,8 +197,11 @@ def is_whole_jpeg(buffer) -> bool:
     return bytes(view[:3]) == JPEG_MAGIC and _ends_image(view)
 
 
+_END_OF_IMAGE = b"\xff\xd9"
+
+
 def _ends_image(view: memoryview) -> bool:
-    return b"\xff\xd9" in bytes(view[-64:])
+    return _END_OF_IMAGE in bytes(view[-64:])
 
 
 def decode_rgb(data, ratio: int, out: np.ndarray, where, headers: Headers) -> np.ndarray:
@@ -175,13 +216,14 @@ def decode_rgb(data, ratio: int, out: np.ndarray, where, headers: Headers) -> np
     does not decode raises CorruptRecordError.
     """
     view = memoryview(data).cast("B")
-    problem = headers.problem(view)
-    if problem is not None:
-        raise CorruptRecordError(f"{where()} {problem}.")
-    if not _ends_image(view):  # (it starts like a JPEG: its header passed)
+    if not headers.passes(view):  # (every frame but the first passes by the quick route)
+        problem = headers.problem(view)
+        if problem is not None:
+            raise CorruptRecordError(f"{where()} {problem}.")
+    # (it starts like a JPEG: its header passed; the marker is most often the last two bytes)
+    if bytes(view[-2:]) != _END_OF_IMAGE and not _ends_image(view):
         raise CorruptRecordError(f"{where()} is not a valid JPEG (no end-of-image marker).")
-    size = headers.size
-    found = (-(-size[0] // ratio), -(-size[1] // ratio))
+    found = headers.decoded_size(ratio)
     if found != out.shape[:2]:  # the caller's slot is of the video's decoded size
         raise ValueError(f"{where()} decodes to {found[1]}x{found[0]}, not {out.shape[1]}x"
                          f"{out.shape[0]}.")  # fmt: skip
