@@ -14,13 +14,13 @@ import subprocess
 import sys
 
 import google_crc32c
+import hostile
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 from tensorflow_datasets.proto import tf_example_pb2
 
-import hostile
 import synthetic
 from conftest import decode_jpegs
 from video_tfrecords import Builder, ClipDecoder, ClipSource, VideoConfig, fold_in
@@ -745,3 +745,13 @@ def test_plan_boxes_after_short_side_map_back_to_the_stored_frame(tfrecord):
         off_y, off_x = plan["crop_offsets"][0].tolist()
         assert abs(y - off_y * scale_y) <= 0.5 and abs(x - off_x * scale_x) <= 0.5
         assert abs(h - 16 * scale_y) <= 1 and abs(w - 16 * scale_x) <= 1
+
+
+def test_get_without_scalars_gives_the_same_clip_and_label_and_no_metadata(tfrecord):
+    source = source_of(tfrecord, seed=SEED)
+    for index in range(len(source)):
+        full = source.get(index, seed=SEED + index)
+        lean = source.get(index, seed=SEED + index, scalars=False)
+        np.testing.assert_array_equal(lean["video"], full["video"])
+        assert (lean["label"], lean["filename"]) == (full["label"], full["filename"])
+        assert "codec" in full and set(lean) == {"video", "label", "filename"}

@@ -223,7 +223,7 @@ class ClipSource:
 
     def get(
         self, index, *, seed: int | None, out: np.ndarray | None = None, audio_out=None,
-        deferred: list | None = None,
+        deferred: list | None = None, scalars: bool = True,
     ):  # fmt: skip
         """`source[index]` with the clip drawn with `seed` (None: fresh) instead of the source's.
 
@@ -233,9 +233,11 @@ class ClipSource:
         `deferred` (with `out`): a list that gets the clip's frame reads, checks and decodes
         as callables to run (in order; errors name the video and record) instead of running
         them now: "video" holds the clip once they have run (`decode_np.sample_np`).
+        `scalars=False` leaves the stored scalar features out (a batch of clips has no use for
+        them, and taking each checked is a few percent of a clip's time besides the decode).
         """
         record_index, _ = self._locate(index)
-        stored = self._stored(record_index, seed)
+        stored = self._stored(record_index, seed, scalars)
         return self._example(stored, seed, out, audio_out, None if out is None else deferred)
 
     def __getitems__(self, indices) -> list[dict]:
@@ -275,9 +277,11 @@ class ClipSource:
         plan["frame_range"] = np.array([first, first + len(frames)])
         return plan
 
-    def _stored(self, record_index: int, seed) -> StoredExample:
+    def _stored(self, record_index: int, seed, scalars: bool = True) -> StoredExample:
         record = self.examples.read(record_index)
-        return self.examples.interpret(record_index, record, self.spec, seeded=seed is not None)
+        return self.examples.interpret(
+            record_index, record, self.spec, seeded=seed is not None, scalars=scalars
+        )
 
     def _example(self, stored: StoredExample, seed, out=None, audio_out=None, deferred=None):
         """The output dict of one record: the sampled clip and the scalar features; with

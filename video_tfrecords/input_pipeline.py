@@ -353,7 +353,7 @@ class BatchReader:
             audio_out = None if sounds is None else sounds[k]
             example = self.source.get(
                 index, seed=seed if self.seeded else None, out=out, audio_out=audio_out,
-                deferred=decodes,
+                deferred=decodes, scalars=False,
             )  # fmt: skip
             video = example["video"]
             if clips is None:
