@@ -13,7 +13,7 @@ STEPS = (
     ("read", "video_tfrecords.input_pipeline:BatchReader", "read"),
     ("record", "video_tfrecords.records.examples:SplitExamples", "read"),
     ("interpret", "video_tfrecords.records.examples:SplitExamples", "interpret"),
-    ("parse", "video_tfrecords.records.example_parser", "parse_example"),
+    ("parse", "video_tfrecords.records.example_values", "parse_example"),  # Values.of calls it
     ("record_crc", "video_tfrecords.records.split_reader:SplitReader", "check_outside_frames"),
     ("plan", "video_tfrecords.clips.decode_np", "_layout"),
     ("frame_crc", "video_tfrecords.records.checksums:CheckedFrames", "__getitem__"),
