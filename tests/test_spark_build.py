@@ -255,8 +255,29 @@ def test_a_worker_killed_mid_video_leaves_each_video_once(manual, plain, spark, 
     The big video is caught by its cache entry (its folder known up front), under way from
     its first segment until its done.json: its whole encoding (50 segments) is the window.
     The workers are then stopped (SIGSTOP), so that nothing moves while the entry is checked
-    again and the one that has the video open is found and killed; the others go on."""
-    data_dir = tmp_path / "spark"
+    again and the one that has the video open is found and killed; the others go on. Under a
+    loaded machine (the whole suite on two cores) the catch was seen to miss; a build whose
+    big video was not caught is run again, from scratch, up to three times."""
+    for attempt in range(3):
+        data_dir = tmp_path / f"spark{attempt}"
+        killed, big = build_killing_the_big_video(manual, spark, data_dir)
+        if killed:
+            break
+    assert len(killed) == 1, "the big video was never caught being encoded (3 builds)"
+    (_, segments, finished_then) = killed[0]
+    assert 0 < segments < 50, segments  # killed mid-video
+    assert_same_dataset(data_dir, plain)
+    after = cache_entries(data_dir)
+    # No entry finished before the kill was encoded again (the retry read back its group's);
+    # the big video's was finished by the retry, whole.
+    assert {k: after[k] for k in finished_then} == finished_then
+    assert big.name in after and big.name not in finished_then
+    assert len(list(big.glob("*.pickle"))) == 50
+
+
+def build_killing_the_big_video(manual, spark, data_dir) -> tuple[list, epath.Path]:
+    """A Spark build into `data_dir` whose worker encoding the big video is SIGKILLed once
+    caught mid-video: ([(pid, segments written, entries finished then)] or [], its entry)."""
     entries = data_dir / "downloads" / "video_tfrecords_cache" / NAME
     big = big_video_entry(manual, data_dir)
     assert not entries.exists()  # finding the key encoded nothing
@@ -297,16 +318,7 @@ def test_a_worker_killed_mid_video_leaves_each_video_once(manual, plain, spark, 
     finally:
         finished.set()
         watcher.join(timeout=10)
-    assert len(killed) == 1, "the big video was never caught being encoded"
-    (_, segments, finished_then) = killed[0]
-    assert 0 < segments < 50, segments  # killed mid-video
-    assert_same_dataset(data_dir, plain)
-    after = cache_entries(data_dir)
-    # No entry finished before the kill was encoded again (the retry read back its group's);
-    # the big video's was finished by the retry, whole.
-    assert {k: after[k] for k in finished_then} == finished_then
-    assert big.name in after and big.name not in finished_then
-    assert len(list(big.glob("*.pickle"))) == 50
+    return killed, big
 
 
 def cache_entries(data_dir) -> dict[str, int]:
