@@ -130,7 +130,7 @@ def sample_np(
     ratio = int(layout.ratio)
     # The size every frame has (the stored one, else the first planned frame's), and decodes to.
     headers = jpeg.Headers.for_size(layout.frame_size)
-    decoded_size = tuple(-(-s // ratio) for s in headers.size)
+    decoded_size = headers.decoded_size(ratio)
     resized = size != decoded_size and boxes is None  # whole frames are resized
     whole = not resized and boxes is None and (box_h, box_w) == size  # a frame fills its slot
 
