@@ -361,8 +361,9 @@ def keras_fit(dataset: dict, backup_dir, *, stop_at=None) -> dict[int, str]:
     outputs = keras.layers.Dense(3)(keras.layers.GlobalAveragePooling3D()(inputs))
     model = Recorder(inputs, outputs)
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=False)
-    from video_tfrecords import clip_dataset
+    from video_tfrecords import KerasStartStep, clip_dataset
 
+    resume = KerasStartStep()
     data = clip_dataset(
         "train",
         data_dir=dataset["data_dir"],
@@ -371,10 +372,11 @@ def keras_fit(dataset: dict, backup_dir, *, stop_at=None) -> dict[int, str]:
         batch_size=3,
         seed=9,
         crop_size=(8, 8),
-        start_step=model.optimizer.iterations,
+        start_step=resume.step,
     ).map(lambda inputs, labels: (inputs["video"], labels))  # the dataset stores captions too
     callbacks = [
-        keras.callbacks.BackupAndRestore(str(backup_dir), save_freq=2, delete_checkpoint=False)
+        keras.callbacks.BackupAndRestore(str(backup_dir), save_freq=2, delete_checkpoint=False),
+        resume,
     ]
     if stop_at is not None:
 
@@ -392,8 +394,16 @@ def keras_fit(dataset: dict, backup_dir, *, stop_at=None) -> dict[int, str]:
 
 
 def test_keras_fit_with_backup_and_restore_resumes_at_its_batch(dataset, tmp_path):
+    from video_tfrecords import clip_dataset
+
     reference = keras_fit(dataset, tmp_path / "reference")
     assert sorted(reference) == list(range(12))
+    read = clip_dataset(
+        "train", data_dir=dataset["data_dir"], builder_kwargs={"config": CONFIG}, num_frames=2,
+        batch_size=3, seed=9, crop_size=(8, 8),
+    ).map(lambda inputs, labels: (inputs["video"], labels))  # fmt: skip
+    for step, (clips, labels) in enumerate(read.take(12)):  # step s trains on batch s
+        assert reference[step] == training_loops.digest([clips, labels]), step
     first = keras_fit(dataset, tmp_path / "backup", stop_at=7)  # backed up after step 6
     assert sorted(first) == list(range(7))
     resumed = keras_fit(dataset, tmp_path / "backup")
@@ -402,6 +412,20 @@ def test_keras_fit_with_backup_and_restore_resumes_at_its_batch(dataset, tmp_pat
     assert sorted(resumed) == list(range(6, 14))
     for step in range(6, 12):
         assert resumed[step] == reference[step], step
+
+
+def test_a_keras_variable_as_start_step_is_refused(dataset):
+    """The optimizer's own step races fit's first step (read as s or s + 1): KerasStartStep."""
+    import keras
+
+    from video_tfrecords import clip_dataset
+
+    optimizer = keras.optimizers.SGD(0.1)
+    with pytest.raises(ValueError, match="KerasStartStep"):
+        clip_dataset(
+            "train", data_dir=dataset["data_dir"], builder_kwargs={"config": CONFIG},
+            num_frames=2, batch_size=3, seed=9, start_step=optimizer.iterations,
+        )  # fmt: skip
 
 
 def test_tfds_load_with_clip_decoder_restores_its_place_only_without_tfds_autocache(dataset):

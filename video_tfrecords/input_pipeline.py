@@ -146,9 +146,10 @@ def clip_dataset(
         shard_index, num_shards: this host's index and the number of hosts (`host_split`).
         start_step: the global step the run starts at: its batches from there are an
             unbroken run's, on any number of hosts (a checkpoint's step resumes a run). A
-            variable (Keras's `model.optimizer.iterations`) is read as each iterator starts,
-            so that `BackupAndRestore` resumes at its batch (do not also checkpoint such an
-            iterator). With input_context, a step is a batch of every replica.
+            `tf.Variable` is read as each iterator makes its first batch (do not also
+            checkpoint such an iterator); Keras: `KerasStartStep().step`, so that
+            `BackupAndRestore` resumes at its batch. With input_context, a step is a batch of
+            every replica.
         host_split: "global_batches" (default in seeded training): each global batch
             (batch_size x hosts) is drawn from the whole split, host h taking its h-th
             batch_size rows, so a step's batch, and `start_step`, do not depend on the number
@@ -196,6 +197,13 @@ def clip_dataset(
         start_step = check_non_negative_int("start_step", start_step)
     elif not hasattr(start_step, "assign"):
         raise ValueError(f"start_step must be an int or a variable, got {start_step!r}.")
+    elif type(start_step).__module__.startswith("keras"):
+        raise ValueError(
+            "start_step is a Keras variable: a model's or optimizer's changes as fit trains, "
+            "and fit's first step can count the optimizer's step up before the pipeline reads "
+            "it. Pass start_step=resume.step, resume = video_tfrecords.KerasStartStep(), and "
+            "resume in fit's callbacks: it copies the optimizer's step as each epoch begins."
+        )
     contiguous = host_split == "contiguous"
     source = ClipSource(
         split,
