@@ -233,8 +233,10 @@ def main():
     print(f"clip_dataset per core, {what}, stride {STRIDE}, batch {BATCH}, {args.rounds} rounds, "
           "CPU ms per clip (median)\n")  # fmt: skip
     rows = []
-    for num_frames in LENGTHS:
-        times = per_core(data_dir, num_frames, STRIDE, args.rounds, 4 * records)
+    for num_frames in LENGTHS[:1] if args.quick else LENGTHS:  # --quick: a smoke run
+        times = per_core(
+            data_dir, num_frames, STRIDE, args.rounds, (1 if args.quick else 4) * records
+        )
         m = {kind: median(values) for kind, values in times.items()}
         rows.append([
             f"{num_frames} frames",
