@@ -337,7 +337,7 @@ class BatchReader:
             return self._read(indices, seeds)
         except ValueError:
             raise
-        except Exception as e:  # noqa: BLE001 - tf.numpy_function turns IndexError into end of data
+        except Exception as e:  # tf.numpy_function would turn an IndexError into end of data
             raise ValueError(f"{type(e).__name__}: {e}") from e
         finally:
             with _Calls.lock:

@@ -16,7 +16,7 @@ import numpy as np
 
 from video_tfrecords.clips import audio as clip_audio
 from video_tfrecords.clips import backends, buffers, geometry, jpeg_tf
-from video_tfrecords.clips.plan import checked_plan, video_label
+from video_tfrecords.clips.plan import checked_plan
 from video_tfrecords.clips.resize import resize_box
 from video_tfrecords.clips.spec import ClipSpec
 
@@ -41,7 +41,7 @@ def plan_tf(
     """The TF plan of `sample_tf(spec, frames, seed)`, without decoding pixels (see `plan_np`)."""
     ops = backends.tf_ops()
     frames = ops.tf.convert_to_tensor(frames, ops.tf.string)
-    plan_args = dict(timestamps=timestamps, source_fps=source_fps)
+    plan_args = {"timestamps": timestamps, "source_fps": source_fps}
     return _with_layout(spec, frames, seed, name, plan_args, lambda layout: layout.plan)
 
 
@@ -75,7 +75,7 @@ def sample_tf(
     """
     tf = backends.tf_ops().tf
     frames = tf.convert_to_tensor(frames, tf.string)
-    plan_args = dict(frame_shape=frame_shape, timestamps=timestamps, source_fps=source_fps)
+    plan_args = {"frame_shape": frame_shape, "timestamps": timestamps, "source_fps": source_fps}
 
     def decode(layout):
         if tf.executing_eagerly() and layout.frame_size is not None:  # sizes known: no branches

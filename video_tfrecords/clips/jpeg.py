@@ -22,9 +22,9 @@ from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = [
     "HEADER_BYTES",
-    "Headers",
     "JPEG_MAGIC",
     "MAX_PIXELS",
+    "Headers",
     "decode_rgb",
     "frame_problem",
     "is_whole_jpeg",
