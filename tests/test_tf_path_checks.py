@@ -1,6 +1,6 @@
 """The TF path refuses the records ClipSource refuses: audio that stops before the frames' last
-timestamp, a label outside the dataset's classes (issue: the TF path checks what the NumPy
-path checks).
+timestamp, a label (or one of several) outside the dataset's classes, each error naming the
+video.
 
 A small dataset with audio and several labels is built from videos made here; one of its
 records is forged (`hostile.rewritten`: every checksum recomputed, so only the value under
@@ -57,21 +57,21 @@ def filename(record: bytes) -> str:
     return hostile.Example.FromString(record).features.feature["filename"].bytes_list.value[0]
 
 
-def forged(dataset, tmp_path, edit) -> str:
-    """A copy of the dataset whose `short.mp4` record is edited by `edit(feature_map)`."""
+def forged(dataset, tmp_path, edit, video=b"short.mp4") -> str:
+    """A copy of the dataset whose record of `video` is edited by `edit(feature_map)`."""
     folder, records = dataset
-    edited = [hostile.rewritten(r, edit) if filename(r) == b"short.mp4" else r for r in records]
+    edited = [hostile.rewritten(r, edit) if filename(r) == video else r for r in records]
     return hostile.copy_with(folder, tmp_path / "forged", {0: edited})
 
 
-def through_source(folder) -> dict:
+def through_source(folder, clip=CLIP) -> dict:
     """filename -> example, read by ClipSource."""
-    return {e["filename"]: e for e in ClipSource("train", dataset_dir=folder, **CLIP)}
+    return {e["filename"]: e for e in ClipSource("train", dataset_dir=folder, **clip)}
 
 
-def through_tf(folder) -> dict:
+def through_tf(folder, clip=CLIP) -> dict:
     """filename -> example, read by tfds and ClipDecoder.decode_features in a tf.data graph."""
-    decoder = ClipDecoder(**CLIP)
+    decoder = ClipDecoder(**clip)
     builder = tfds.builder_from_directory(folder)
     ds = builder.as_dataset("train", decoders={"video": EncodedFrames()}, shuffle_files=False)
     ds = ds.map(lambda e: decoder.decode_features(e, num_classes=len(CLASSES)))
@@ -142,6 +142,31 @@ def test_a_label_outside_the_classes_is_refused_on_both_paths(dataset, tmp_path,
     words = rf"CorruptRecordError: Video `short.mp4` has label {label}, not one of its 3 classes"
     with pytest.raises(tf.errors.InvalidArgumentError, match=words):
         through_tf(folder)
+
+
+def test_several_labels_outside_the_classes_are_refused_naming_the_video(dataset, tmp_path):
+    def edit(feature):
+        feature["labels"].int64_list.value[:] = [0, len(CLASSES)]
+
+    folder = forged(dataset, tmp_path, edit, b"long.mp4")
+    words = r"The example's labels name class 3, not one of its 3 classes\. \(video `long.mp4`"
+    with pytest.raises(CorruptRecordError, match=words):
+        through_source(folder)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=words):
+        through_tf(folder)
+
+
+def test_segments_without_their_ends_are_refused_naming_the_video(dataset, tmp_path):
+    def edit(feature):
+        feature["label_segments/start"].float_list.value[:] = [0.1]  # and no end
+
+    folder = forged(dataset, tmp_path, edit, b"long.mp4")
+    clip = {"num_frames": 2, "seed": 5, "segment": True, "labels": "clip"}
+    words = r"label segments have 1 items but 1 starts and 0 ends\. \(video `long.mp4`"
+    with pytest.raises(CorruptRecordError, match=words):
+        through_source(folder, clip)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=words):
+        through_tf(folder, clip)
 
 
 def test_a_record_without_a_label_reads_alike(dataset, tmp_path):

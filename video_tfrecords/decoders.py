@@ -22,6 +22,7 @@ Caveats:
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import tensorflow as tf
@@ -234,7 +235,8 @@ class ClipDecoder(tfds.decode.Decoder):
             times = example[schema.TIMESTAMPS]
             frames, inputs, first = annotation_inputs.segment_inputs(
                 self.spec, stored, times, frames, inputs, key,
-                find=labels_tf.segment_range_tf, cut=lambda f, first, stop: f[first:stop],
+                find=functools.partial(labels_tf.segment_range_tf, name=inputs["name"]),
+                cut=lambda f, first, stop: f[first:stop],
             )  # fmt: skip
         clip = self.sample(frames, seed, frame_size=frame_size, **inputs)
         if annotated:
