@@ -153,3 +153,11 @@ def measured(read, wall_limit: float | None = WALL_LIMIT):
     waited = time.perf_counter() - wall
     assert wall_limit is None or waited < wall_limit, f"a read took {waited:.1f} s of wall time"
     return result, error, time.process_time() - start, _high_water_mb() - base
+
+
+def rewritten(data: bytes, edit) -> bytes:
+    """Record `data` with `edit(feature_map)` applied and what it stores of its frames
+    recomputed (`with_frame_checksums`): only the edited value is wrong."""
+    example = Example.FromString(data)
+    edit(example.features.feature)
+    return with_frame_checksums(example).SerializeToString()

@@ -22,6 +22,7 @@ Caveats:
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import tensorflow as tf
@@ -30,7 +31,9 @@ import tensorflow_datasets as tfds
 # A process that decodes with TFDS asks it for the dataset by name: register the builder, whose
 # `_should_cache_ds` keeps TFDS from caching clips once decoded (they would repeat each epoch).
 from video_tfrecords import video_tfrecords_dataset_builder  # noqa: F401  (registers it)
+from video_tfrecords.clips import audio as clip_audio
 from video_tfrecords.clips import backends, decode_np, decode_tf, keys, labels, labels_tf
+from video_tfrecords.clips.plan import video_label
 from video_tfrecords.clips.spec import ClipSpec
 from video_tfrecords.records import annotation_inputs, schema
 
@@ -86,6 +89,8 @@ class ClipDecoder(tfds.decode.Decoder):
 
         ds = tfds.load(..., decoders={"video": EncodedFrames()})
         ds = ds.map(ClipDecoder(16, fps=30, audio=True).decode_features)
+
+    A feature decoder never sees the label: `decode_features(num_classes=...)` checks it.
     """
 
     def __init__(
@@ -197,6 +202,9 @@ class ClipDecoder(tfds.decode.Decoder):
         as the spec's `labels` says, and "label_segments" goes; with captions, "captions"
         becomes the clip's "caption" (tf.string, captions="random") or "captions" (all of
         them; with several views, [views, most] padded with ""), as `ClipSource` gives.
+        With `num_classes`, "label" must be one of the classes or -1, and with `audio` the
+        audio must cover the frames' timestamps, as `ClipSource` checks: else
+        InvalidArgumentError "CorruptRecordError: Video `filename` ...".
         """
         example = dict(example)
         if self.spec.audio and schema.AUDIO not in example:
@@ -218,13 +226,17 @@ class ClipDecoder(tfds.decode.Decoder):
         if schema.FRAME_HEIGHT in example and schema.FRAME_WIDTH in example:
             frame_size = (example[schema.FRAME_HEIGHT], example[schema.FRAME_WIDTH])
         frames, first, stored = example[schema.VIDEO], 0, {}
+        if schema.LABEL in example and num_classes is not None:
+            example[schema.LABEL] = _checked_label(example[schema.LABEL], num_classes,
+                                                   frames, inputs["name"])  # fmt: skip
         if annotated:
             stored = self._stored_annotations(example, num_classes)
             key = labels_tf.example_key(self.spec, frames, seed, example.get(schema.FINGERPRINT))
             times = example[schema.TIMESTAMPS]
             frames, inputs, first = annotation_inputs.segment_inputs(
                 self.spec, stored, times, frames, inputs, key,
-                find=labels_tf.segment_range_tf, cut=lambda f, first, stop: f[first:stop],
+                find=functools.partial(labels_tf.segment_range_tf, name=inputs["name"]),
+                cut=lambda f, first, stop: f[first:stop],
             )  # fmt: skip
         clip = self.sample(frames, seed, frame_size=frame_size, **inputs)
         if annotated:
@@ -274,20 +286,18 @@ class ClipDecoder(tfds.decode.Decoder):
         their rate; the result is then a pair (clip, audio window).
         `frame_size`: (height, width) every frame has (the example's stored size), if known.
         Every decoded frame's header is checked first (its size, its encoding, at most
-        `jpeg.MAX_PIXELS`): InvalidArgumentError "CorruptRecordError: Frame i of video ...".
+        `jpeg.MAX_PIXELS`): InvalidArgumentError "CorruptRecordError: Frame i of video ...";
+        and audio that does not cover the `timestamps` ("CorruptRecordError: Video ...").
         """
-        return decode_tf.sample_tf(
-            self.spec,
-            frames,
-            seed,
-            name=name,
-            frame_shape=self._frame_shape(),
-            timestamps=timestamps,
-            source_fps=source_fps,
-            audio=audio,
-            audio_rate=audio_rate,
+        ops = backends.tf_ops()
+        frames = ops.tf.convert_to_tensor(frames, ops.tf.string)
+        checks = _audio_checks(ops, self.spec, frames, name, audio, audio_rate, timestamps)
+        sample = lambda: decode_tf.sample_tf(
+            self.spec, frames, seed, name=name, frame_shape=self._frame_shape(),
+            timestamps=timestamps, source_fps=source_fps, audio=audio, audio_rate=audio_rate,
             frame_size=frame_size,
-        )
+        )  # fmt: skip
+        return ops.after(checks, sample)
 
     def sample_np(
         self, frames, seed=None, *, name=None, timestamps=None, source_fps=None, audio=None,
@@ -295,6 +305,7 @@ class ClipDecoder(tfds.decode.Decoder):
     ):
         """`sample` without TensorFlow: same frames, box, flip, pixels and audio (and the same
         checks: CorruptRecordError)."""
+        _audio_checks(backends.NP_OPS, self.spec, frames, name, audio, audio_rate, timestamps)
         return decode_np.sample_np(
             self.spec, frames, seed, name=name, timestamps=timestamps, source_fps=source_fps,
             audio=audio, audio_rate=audio_rate, frame_shape=self._frame_shape(),
@@ -321,3 +332,24 @@ class ClipDecoder(tfds.decode.Decoder):
         return decode_np.plan_np(
             self.spec, frames, seed, name=name, timestamps=timestamps, source_fps=source_fps
         )
+
+
+def _checked_label(label, num_classes: int, frames, name):
+    """The example's label once it is one of the classes or -1 (`labels.valid_label`, as
+    `ClipSource` checks it): else InvalidArgumentError "CorruptRecordError: ..."."""
+    ops = backends.tf_ops()
+    check = ops.corrupt(
+        labels.valid_label(ops, label, num_classes),
+        lambda: ("Video ", *video_label(ops, frames, name), " has label ", label,
+                 f", not one of its {num_classes} classes."),
+    )  # fmt: skip
+    return ops.after([check], lambda: ops.identity(label))
+
+
+def _audio_checks(ops, spec, frames, name, audio, rate, timestamps) -> list:
+    """With audio: the check that it covers the frames (`clip_audio.check_covers`, as
+    `ClipSource` checks it); a missing one is the window's error."""
+    if not spec.audio or audio is None or rate is None:
+        return []
+    label = lambda: video_label(ops, frames, name)
+    return [clip_audio.check_covers(ops, audio, rate, timestamps, label)]

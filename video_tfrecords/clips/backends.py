@@ -35,6 +35,7 @@ class NumpyOps:
     logical_and = staticmethod(np.logical_and)
     logical_or = staticmethod(np.logical_or)
     logical_not = staticmethod(np.logical_not)
+    all_of = staticmethod(np.all)
 
     @staticmethod
     def stack(values):
@@ -192,6 +193,7 @@ class TensorFlowOps:
         self.maximum, self.minimum, self.where = tf.maximum, tf.minimum, tf.where
         self.stack, self.logical_and = tf.stack, tf.logical_and
         self.logical_or, self.logical_not = tf.logical_or, tf.logical_not
+        self.all_of = tf.reduce_all
 
     def u64(self, x):
         return self.tf.cast(x, self.tf.uint64)

@@ -28,7 +28,7 @@ from video_tfrecords.util.errors import CorruptRecordError
 __all__ = [
     "ANNOTATION_INPUTS", "CAPTION_COUNTER", "EARLIEST", "FRAME_TIMES", "FrameRange", "annotate",
     "caption_mode", "check_asked", "check_stored", "clip_captions", "clip_labels",
-    "segment_range", "view_spans",
+    "segment_range", "valid_label", "view_spans",
 ]  # fmt: skip
 
 # What `annotate` reads, by kind: stored multi-labels (ids and timed segments), captions.
@@ -43,6 +43,12 @@ FRAME_TIMES, EARLIEST = "frame_times", "earliest"
 # sampled in: clear of keys' others.
 CAPTION_COUNTER = 2**34
 SEGMENT_COUNTER = 2**35
+
+
+def valid_label(ops, label, num_classes: int):
+    """Whether an example's `label` is one of `num_classes` classes, or -1 (none: a JSON Lines
+    line without one); on either backend, for every reader's check."""
+    return ops.logical_and(label >= -1, label < num_classes)
 
 
 def check_asked(spec, *, labels: bool, captions: bool, where: str) -> None:

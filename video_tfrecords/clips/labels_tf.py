@@ -1,14 +1,18 @@
 """The clip's labels and caption(s) in a TF graph (`ClipDecoder.decode_features`): the plan's
 frame indices and the clip's key in TF, then `labels.annotate` itself through
-`tf.numpy_function`, so that TF and NumPy readers give the same result for a seed."""
+`tf.numpy_function`, so that TF and NumPy readers give the same result for a seed; its
+CorruptRecordError (stored annotations that do not fit) names the video, as ClipSource's."""
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 import tensorflow as tf
 
 from video_tfrecords.clips import backends, decode_tf, labels
 from video_tfrecords.clips.plan import clip_key
+from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = ["annotate_tf", "example_key", "segment_range_tf"]
 
@@ -23,15 +27,17 @@ def example_key(spec, frames, seed, fingerprint=None):
     return ops.signed(clip_key(ops, spec, frames, seed, fingerprint))
 
 
-def segment_range_tf(timestamps, segment_start, segment_end, key):
-    """`labels.segment_range` in a graph: int64 (first, stop)."""
+def segment_range_tf(timestamps, segment_start, segment_end, key, *, name=None):
+    """`labels.segment_range` in a graph: int64 (first, stop); `name` (a string tensor, or
+    None) names the video in errors."""
 
-    def run(times, starts, ends, key):
-        first, stop = labels.segment_range(times, starts, ends, _u64(key))
+    def run(times, starts, ends, key, name):
+        with _naming(name):
+            first, stop = labels.segment_range(times, starts, ends, _u64(key))
         return np.int64(first), np.int64(stop)
 
     first, stop = tf.numpy_function(
-        run, [timestamps, segment_start, segment_end, key], [tf.int64, tf.int64]
+        run, [timestamps, segment_start, segment_end, key, _name(name)], [tf.int64, tf.int64]
     )
     return tf.reshape(first, []), tf.reshape(stop, [])
 
@@ -51,12 +57,13 @@ def annotate_tf(
     names = sorted(stored)
     mode = labels.caption_mode(spec)
 
-    def run(indices, times, key, *values):
+    def run(indices, times, key, name, *values):
         found = dict(zip(names, values))
         if "text" in found:
             found["text"] = list(found["text"])
         found["num_classes"] = num_classes or 0
-        out = labels.annotate(spec, found, indices, times, _u64(key))
+        with _naming(name):
+            out = labels.annotate(spec, found, indices, times, _u64(key))
         results = []
         if "labels" in out:
             results.append(np.asarray(out["labels"], np.float32))
@@ -68,7 +75,8 @@ def annotate_tf(
 
     types = ([tf.float32] if "labels" in stored else []) + ([tf.string] if "text" in stored else [])
     values = [stored[name] for name in names]
-    found = tf.numpy_function(run, [indices, example_times, key, *values], types)
+    inputs = [indices, example_times, key, _name(plan_inputs.get("name")), *values]
+    found = tf.numpy_function(run, inputs, types)
     out, views = {}, [spec.num_views] if spec.multi_clip else []
     if "labels" in stored:
         out["labels"] = found.pop(0)
@@ -78,6 +86,24 @@ def annotate_tf(
         out[name] = found.pop(0)
         out[name].set_shape(views if mode == "random" else [*views, None])
     return out
+
+
+def _name(name):
+    """The video's name as a string tensor ("" without one)."""
+    return tf.constant("") if name is None else tf.convert_to_tensor(name, tf.string)
+
+
+@contextlib.contextmanager
+def _naming(name: bytes):
+    """CorruptRecordError raised within names the video `name` (bytes; none if empty), as
+    ClipSource's errors do."""
+    try:
+        yield
+    except CorruptRecordError as e:
+        if not name:
+            raise
+        video = name.decode("utf-8", "replace")
+        raise CorruptRecordError(f"{e} (video `{video}`)") from None
 
 
 def _u64(key) -> np.uint64:

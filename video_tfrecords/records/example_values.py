@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from video_tfrecords.clips import jpeg
+from video_tfrecords.clips import audio as clip_audio
+from video_tfrecords.clips import jpeg, labels
 from video_tfrecords.clips.backends import NP_OPS
 from video_tfrecords.records import schema
 from video_tfrecords.records.example_parser import ByteValues, parse_example
@@ -152,8 +153,8 @@ def scalars(values: Values, features: dict) -> dict:
 
 def check_label(values: Values, label: int, num_classes: int | None) -> int:
     """The example's label: one of the dataset's classes, or -1 (none) for a JSON Lines line
-    without one."""
-    if num_classes is not None and not -1 <= label < num_classes:
+    without one (`clips.labels.valid_label`, the TF path's rule too)."""
+    if num_classes is not None and not labels.valid_label(NP_OPS, label, num_classes):
         raise values.error(f"its label is {label}, not one of the dataset's {num_classes} classes")
     return label
 
@@ -190,13 +191,13 @@ def pcm_view(data, channels: int) -> np.ndarray:
 
 
 def check_audio(values: Values, samples: np.ndarray, rate: int, times) -> None:
-    """Audio that covers the frames: sample j plays at (round(t0 * rate) + j) / rate, on to
-    at least the last frame's time (the build takes it to the next example's first frame)."""
+    """Audio that covers the frames (`clips.audio.covers_frames`, the TF path's rule too):
+    sample j plays at (round(t0 * rate) + j) / rate, on to at least the last frame's time."""
     if times is None or not len(times):
         return
-    first, last = (int(np.floor(t * rate + 0.5)) for t in (times[0], times[-1]))
-    if len(samples) < last - first - 2:  # (float32 times: a sample either way)
+    if not clip_audio.covers_frames(NP_OPS, len(samples), rate, times):
+        span = int(clip_audio.frames_span(NP_OPS, rate, times)[0])
         raise values.error(
             f"its audio is {len(samples)} samples at {rate}/s, short of its frames' "
-            f"{times[-1] - times[0]:.3f} s ({last - first} samples)"
+            f"{times[-1] - times[0]:.3f} s ({span} samples)"
         )
