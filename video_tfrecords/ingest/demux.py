@@ -1,7 +1,7 @@
 """A video file opened with FFmpeg's demuxer, through PyAV: why it cannot be, the video stream
 FFmpeg picks, its packets read past demuxer errors, a seek's packets stamped as a demux from
-the file's start stamps them (`WholeDemux`), and seeks to the keyframes an AVI's packets show
-where its index misplaces them (`Keyframes`).
+the file's start stamps them (`WholeDemux`), and seeks to an AVI's keyframes, placed by its
+index or, where that misplaces them, by its packets (`Keyframes`).
 
 `video_io` decodes what this opens (and opens a file anew when FFmpeg's seek in it fails);
 `audio_io` reads its audio stream's packets the same way.
@@ -132,17 +132,22 @@ def index_misleads(container, stream) -> bool:
 
 
 class Keyframes:
-    """Seeks to keyframes placed by the packets' own flags, where an AVI's index misplaces them
-    (`index_misleads`): FFmpeg's parser flags each packet it cuts by the picture's type (MPEG-4
-    Part 2's VOP type, H.264's IDR), whatever the index says. The stream is demuxed, not
-    decoded (a few µs a packet), from its start as far as a seek asks, each stretch once; the
-    seek then goes to that keyframe's own packet (`any_frame`), the index's entry for it."""
+    """Seeks in an AVI to the keyframe before a decode stamp, known by its stamp: a seek that
+    lands late can then go to the keyframe before the one it landed on (`sought`).
 
-    def __init__(self, container, stream):
+    The keyframes are the index's, or, where it misplaces them (`scan`: `index_misleads`), the
+    packets' own flags: FFmpeg's parser flags each packet it cuts by the picture's type (MPEG-4
+    Part 2's VOP type, H.264's IDR), whatever the index says. The stream is then demuxed, not
+    decoded (a few µs a packet), from its start as far as a seek asks, each stretch once. The
+    seek goes to the keyframe's own packet (`any_frame`), the index's entry for it."""
+
+    def __init__(self, container, stream, scan: bool):
         self._container, self._stream = container, stream
-        self._keys: list[int] = []  # the decode stamps of the keyframes read, in order
+        # the decode stamps of the keyframes known, in order
+        self._keys = [] if scan else [e.timestamp for e in stream.index_entries if e.is_keyframe]
         self._last: int | None = None  # the decode stamp of the last packet read
-        self._ended = False
+        self._ended = not scan
+        self.sought: int | None = None  # the keyframe the last seek went to
 
     def seek(self, tick: int) -> bool:
         """Has the container seek to the last keyframe decoded at or before `tick` (False: none
@@ -152,7 +157,8 @@ class Keyframes:
         found = bisect.bisect_right(self._keys, tick)
         if not found:
             return False
-        self._container.seek(self._keys[found - 1], stream=self._stream, any_frame=True)
+        self.sought = self._keys[found - 1]
+        self._container.seek(self.sought, stream=self._stream, any_frame=True)
         return True
 
     def _read(self, tick: int) -> None:

@@ -230,9 +230,11 @@ class Video:
         as much as it was late, and `RETREAT`), then the file decoded from its start, as the
         whole-file decode does (as is a file FFmpeg cannot seek in). In an MPEG program stream
         the packets take the stamps a demux from the start gives them (`demux.WholeDemux`);
-        none found there, the file is decoded from its start too. An AVI whose index has no
-        keyframe flags (or no idx1) sent every seek to its start, one that flags every picture
-        onto a P-frame: there the keyframe is the one its packets show (`demux.Keyframes`).
+        none found there, the file is decoded from its start too. In an AVI the keyframes are
+        known (`demux.Keyframes`: the index's, or the packets' where the index has no keyframe
+        flags, or none, which sent every seek to the start, or flags every picture, which
+        landed on P-frames): a late landing seeks to the keyframe before the one it landed on,
+        whose GOP holds the pictures shown before it (an open GOP's leading B-frames need it).
         """
         self._first = None
         base = self._stream.time_base
@@ -252,19 +254,23 @@ class Video:
                 break
             if first[0] <= start + EPSILON:
                 return itertools.chain([first], timed)
-            target -= math.ceil((first[0] - start + RETREAT) / base)
+            if self._keys:  # an AVI: from the keyframe before the one it landed on
+                target = self._keys.sought - 1
+            else:
+                target -= math.ceil((first[0] - start + RETREAT) / base)
         self._container.close()  # from the start: opened anew (FFmpeg's seek is what failed)
         self._container, self._stream = demux.open_video(self._path, self._threads)
         self._keys = None
         return self._timed(self._restart(seeked=False), None)
 
     def _seek_to(self, tick: int) -> bool:
-        """FFmpeg's seek to the keyframe decoded at or before `tick`; in an AVI whose index
-        misplaces keyframes (`demux.index_misleads`), to the one its packets show (False:
-        none is before it)."""
+        """FFmpeg's seek to the keyframe decoded at or before `tick` (False: none is before it);
+        in an AVI to the one its index places (or where that misplaces keyframes,
+        `demux.index_misleads`, its packets)."""
         if self._keys is None:
-            misleads = demux.index_misleads(self._container, self._stream)
-            self._keys = misleads and demux.Keyframes(self._container, self._stream)
+            avi = "avi" in self._container.format.name.split(",")
+            scan = avi and demux.index_misleads(self._container, self._stream)
+            self._keys = avi and demux.Keyframes(self._container, self._stream, scan)
         if self._keys:
             return self._keys.seek(tick)
         self._container.seek(tick, stream=self._stream, backward=True)
