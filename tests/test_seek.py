@@ -294,3 +294,65 @@ def test_a_seek_that_lands_late_tries_from_earlier_not_from_the_files_start(tmp_
         first = math.ceil(start * FPS - 1e-6)
         assert got == list(range(first, first + FPS))
         assert decoded <= 3 * 24 + len(got)  # from a keyframe or two before; from 0 s: 200+
+
+
+# -- AVIs whose index misplaces the keyframes: FFmpeg's seek lands at the start, or on a P-frame ---
+
+AVI_GOP = 50  # 2 s
+
+
+@pytest.mark.parametrize("keyframes", ["none", "all", "no idx1"])
+def test_a_span_deep_in_an_avi_whose_index_misplaces_keyframes_decodes_from_the_one_before(
+    tmp_path, keyframes
+):
+    # An idx1 without keyframe flags has FFmpeg flag its first entry: every seek went to the
+    # file's start. One that flags every picture has the seek land on a P- or B-frame, decoded
+    # against grey (frames wrong or lost); without idx1 FFmpeg knows only the first packet.
+    frames = videos.marked_frames(250, top="motion")  # 10 s
+    options = {"g": str(AVI_GOP), "bf": "2", "qscale": "2", "threads": "1"}
+    clean = videos.write(tmp_path / "clean.avi", frames, "mpeg4", options=options)
+    path = videos.avi_index(clean, tmp_path / "misplaced.avi", keyframes)
+    reference = videos.reference(path)
+    assert [videos.frame_index(rgb) for rgb in reference.rgb] == list(range(250))
+    with video_io.Video(path) as video:
+        spans_ = [(4.5, 5.0), (7.3, 8.3), (8.5, 9.0)]  # one video's spans: a seek each
+        for start, end in spans_:
+            opened = video.pictures_decoded
+            got = [(f.time, f.bgr(64, 96)[..., ::-1]) for f in video.frames(start, end)]
+            decoded = video.pictures_decoded - opened
+            check_avi_span(reference, got, decoded, start, end, f"{keyframes}: [{start}, {end})")
+        assert video.damage.note() is None
+
+
+def check_avi_span(reference, got, decoded, start, end, where, gop: int = AVI_GOP) -> None:
+    """A span's (time, RGB) frames are the reference's from `start` to `end`, and `decoded`
+    (pictures out of the decoder for it) counts at most `gop` before the span: a seek to the
+    keyframe before it (a few more are decoded ahead to time the last), not the file's start
+    (113, 183 and 213 frames before the spans of a misplaced index)."""
+    inside = [i for i, t in enumerate(reference.times) if start - 1e-6 <= t < end - 1e-6]
+    assert [videos.frame_index(rgb) for _, rgb in got] == inside, where
+    times = [reference.times[i] for i in inside]
+    np.testing.assert_allclose([t for t, _ in got], times, atol=1e-6, err_msg=where)
+    assert all(psnr(rgb, reference.rgb[i]) >= 40 for (_, rgb), i in zip(got, inside)), where
+    assert decoded <= gop + len(inside) + 8, f"{where}: {decoded} pictures decoded"
+
+
+def test_a_span_on_an_avis_leading_b_frames_decodes_from_the_keyframe_before(tmp_path):
+    # B-frames shown just before an I-frame follow it in decode order and need the GOP before
+    # (an open GOP): a seek lands late, on that I-frame. The seek again went back by as much,
+    # and a second more: two GOPs of 24 frames.
+    frames = videos.marked_frames(150, top="motion")
+    options = {"g": "24", "bf": "2", "qscale": "2", "threads": "1"}
+    path = videos.write(tmp_path / "open.avi", frames, "mpeg4", options=options)
+    reference = videos.reference(path)
+    origin = keyframe_times(path, 0.0)[0]
+    keys = [t for t in keyframe_times(path, origin) if t > 0]
+    assert len(keys) >= 4
+    for key in keys[1:4]:
+        start = key - 1 / FPS  # the B-frame shown just before the I-frame
+        with video_io.Video(path) as video:
+            opened = video.pictures_decoded
+            got = [(f.time, f.bgr(64, 96)[..., ::-1]) for f in video.frames(start, start + 0.4)]
+            decoded = video.pictures_decoded - opened
+        where = f"span from {start:.2f} s (I-frame at {key:.2f} s)"
+        check_avi_span(reference, got, decoded, start, start + 0.4, where, gop=24 + 2)

@@ -302,6 +302,29 @@ def _not_coded(reference: bytes, time_bits: int = 5) -> bytes:
     return VOP + int(header, 2).to_bytes(len(header) // 8, "big")
 
 
+AVI_KEYFRAME = 0x10  # AVIIF_KEYFRAME: an idx1 entry's flag for a chunk that decodes on its own
+
+
+def avi_index(path, out, keyframes: str) -> str:
+    """A copy of an AVI whose idx1 misplaces the keyframes, as some muxers and cut files do:
+    "none" (no entry flagged), "all" (every video entry flagged) or "no idx1" (the index
+    renamed JUNK, a chunk players skip). The chunks themselves are unchanged."""
+    data = bytearray(pathlib.Path(path).read_bytes())
+    at = data.rfind(b"idx1")
+    assert at > 0 and data[at - 4 : at] != b"LIST", "no idx1"
+    if keyframes == "no idx1":
+        data[at : at + 4] = b"JUNK"
+    else:
+        size = int.from_bytes(data[at + 4 : at + 8], "little")
+        for entry in range(at + 8, at + 8 + size, 16):
+            if data[entry + 2 : entry + 4] in (b"dc", b"db"):  # a video chunk's entry
+                flags = int.from_bytes(data[entry + 4 : entry + 8], "little") & ~AVI_KEYFRAME
+                flags |= AVI_KEYFRAME if keyframes == "all" else 0
+                data[entry + 4 : entry + 8] = flags.to_bytes(4, "little")
+    pathlib.Path(out).write_bytes(data)
+    return str(out)
+
+
 # -- several video streams ---------------------------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 """A video file opened with FFmpeg's demuxer, through PyAV: why it cannot be, the video stream
-FFmpeg picks, its packets read past demuxer errors, and a seek's packets stamped as a demux
-from the file's start stamps them (`WholeDemux`).
+FFmpeg picks, its packets read past demuxer errors, a seek's packets stamped as a demux from
+the file's start stamps them (`WholeDemux`), and seeks to an AVI's keyframes, placed by its
+index or, where that misplaces them, by its packets (`Keyframes`).
 
 `video_io` decodes what this opens (and opens a file anew when FFmpeg's seek in it fails);
 `audio_io` reads its audio stream's packets the same way.
@@ -9,6 +10,7 @@ from the file's start stamps them (`WholeDemux`).
 from __future__ import annotations
 
 import array
+import bisect
 import os
 import types
 import zlib
@@ -19,8 +21,8 @@ import av
 from video_tfrecords.ingest import file_structure
 
 __all__ = [
-    "PARSER_STAMPED", "NotFound", "VideoError", "WholeDemux", "check_file", "keep_only",
-    "open_video", "stream_packets",
+    "PARSER_STAMPED", "Keyframes", "NotFound", "VideoError", "WholeDemux", "check_file",
+    "index_misleads", "keep_only", "open_video", "stream_packets",
 ]  # fmt: skip
 
 # FFmpeg's demuxers whose packets its parser cuts out of PES payloads, stamping the packet
@@ -111,6 +113,69 @@ def stream_packets(container, stream, damage) -> Iterator[av.Packet]:
         except av.error.FFmpegError:
             failures_in_a_row += 1
             damage.packets_with_errors += 1
+
+
+def index_misleads(container, stream) -> bool:
+    """Whether FFmpeg's seek in this AVI cannot find the keyframe before a time: its index flags
+    at most one picture a keyframe (an idx1 without keyframe flags, where FFmpeg flags the
+    first: every seek lands on the file's start; no idx1 at all, as in a cut file), or every
+    picture of a codec that has others (a seek lands on a P- or B-frame, decoded from grey)."""
+    if "avi" not in container.format.name.split(","):
+        return False
+    keys = others = 0
+    for entry in stream.index_entries:
+        keys += entry.is_keyframe
+        others += not entry.is_keyframe
+        if keys > 1 and others:
+            return False
+    return keys <= 1 or not stream.codec_context.codec.intra_only
+
+
+class Keyframes:
+    """Seeks in an AVI to the keyframe before a decode stamp, known by its stamp: a seek that
+    lands late can then go to the keyframe before the one it landed on (`sought`).
+
+    The keyframes are the index's, or, where it misplaces them (`scan`: `index_misleads`), the
+    packets' own flags: FFmpeg's parser flags each packet it cuts by the picture's type (MPEG-4
+    Part 2's VOP type, H.264's IDR), whatever the index says. The stream is then demuxed, not
+    decoded (a few µs a packet), from its start as far as a seek asks, each stretch once. The
+    seek goes to the keyframe's own packet (`any_frame`), the index's entry for it."""
+
+    def __init__(self, container, stream, scan: bool):
+        self._container, self._stream = container, stream
+        # the decode stamps of the keyframes known, in order
+        self._keys = [] if scan else [e.timestamp for e in stream.index_entries if e.is_keyframe]
+        self._last: int | None = None  # the decode stamp of the last packet read
+        self._ended = not scan
+        self.sought: int | None = None  # the keyframe the last seek went to
+
+    def seek(self, tick: int) -> bool:
+        """Has the container seek to the last keyframe decoded at or before `tick` (False: none
+        is). The demuxer is left where the seek puts it; FFmpegError if it cannot seek."""
+        if not self._ended and (self._last is None or self._last <= tick):
+            self._read(tick)
+        found = bisect.bisect_right(self._keys, tick)
+        if not found:
+            return False
+        self.sought = self._keys[found - 1]
+        self._container.seek(self.sought, stream=self._stream, any_frame=True)
+        return True
+
+    def _read(self, tick: int) -> None:
+        """Reads on from the last packet read (or the start) to the first decoded after `tick`."""
+        start = 0 if self._last is None else self._last
+        self._container.seek(start, stream=self._stream, any_frame=True)
+        errors = types.SimpleNamespace(packets_with_errors=0)  # the decode counts damage
+        for packet in stream_packets(self._container, self._stream, errors):
+            stamp = packet.dts if packet.dts is not None else packet.pts
+            if stamp is None or (self._last is not None and stamp <= self._last):
+                continue
+            if packet.is_keyframe:
+                self._keys.append(stamp)
+            self._last = stamp
+            if stamp > tick:
+                return
+        self._ended = True
 
 
 class NotFound(Exception):

@@ -149,6 +149,7 @@ class Video:
         # parser stamps them (`demux.WholeDemux`): read only once a span seeks.
         parsed = self._container.format.name in demux.PARSER_STAMPED
         self._whole = demux.WholeDemux(path) if parsed else None
+        self._keys: demux.Keyframes | bool | None = None  # False: FFmpeg's seek; None: unknown
         try:
             truncated = file_structure.declared_size(path) > os.path.getsize(path)
             self.damage = Damage(truncated=truncated)
@@ -229,16 +230,19 @@ class Video:
         as much as it was late, and `RETREAT`), then the file decoded from its start, as the
         whole-file decode does (as is a file FFmpeg cannot seek in). In an MPEG program stream
         the packets take the stamps a demux from the start gives them (`demux.WholeDemux`);
-        none found there, the file is decoded from its start too.
+        none found there, the file is decoded from its start too. In an AVI the keyframes are
+        known (`demux.Keyframes`: the index's, or the packets' where the index has no keyframe
+        flags, or none, which sent every seek to the start, or flags every picture, which
+        landed on P-frames): a late landing seeks to the keyframe before the one it landed on,
+        whose GOP holds the pictures shown before it (an open GOP's leading B-frames need it).
         """
         self._first = None
         base = self._stream.time_base
         target = self._origin + math.floor(start / base)
         for _ in range(2):
-            if target < self._origin:
-                break
             try:
-                self._container.seek(target, stream=self._stream, backward=True)
+                if target < self._origin or not self._seek_to(target):
+                    break
             except av.error.FFmpegError:
                 break
             timed = self._timed(self._restart(), self._origin)
@@ -250,10 +254,27 @@ class Video:
                 break
             if first[0] <= start + EPSILON:
                 return itertools.chain([first], timed)
-            target -= math.ceil((first[0] - start + RETREAT) / base)
+            if self._keys:  # an AVI: from the keyframe before the one it landed on
+                target = self._keys.sought - 1
+            else:
+                target -= math.ceil((first[0] - start + RETREAT) / base)
         self._container.close()  # from the start: opened anew (FFmpeg's seek is what failed)
         self._container, self._stream = demux.open_video(self._path, self._threads)
+        self._keys = None
         return self._timed(self._restart(seeked=False), None)
+
+    def _seek_to(self, tick: int) -> bool:
+        """FFmpeg's seek to the keyframe decoded at or before `tick` (False: none is before it);
+        in an AVI to the one its index places (or where that misplaces keyframes,
+        `demux.index_misleads`, its packets)."""
+        if self._keys is None:
+            avi = "avi" in self._container.format.name.split(",")
+            scan = avi and demux.index_misleads(self._container, self._stream)
+            self._keys = avi and demux.Keyframes(self._container, self._stream, scan)
+        if self._keys:
+            return self._keys.seek(tick)
+        self._container.seek(tick, stream=self._stream, backward=True)
+        return True
 
     def _restart(self, seeked: bool = True) -> Iterator[av.VideoFrame]:
         """The pictures from where the container now is (after a seek, or opened anew), those
