@@ -12,6 +12,7 @@ import synthetic
 import videos
 from conftest import psnr
 from video_tfrecords import VideoConfig
+from video_tfrecords.video_tfrecords_dataset_builder import Builder  # noqa: F401 (registers it)
 
 VFR = (
     [fractions.Fraction(0), fractions.Fraction(1, 10), fractions.Fraction(2, 10)]
