@@ -4,6 +4,7 @@ array_record; a worker killed mid-video and a job killed mid-way change nothing 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -258,12 +259,14 @@ def test_a_worker_killed_mid_video_leaves_each_video_once(manual, plain, spark, 
     again and the one that has the video open is found and killed; the others go on. Under a
     loaded machine (the whole suite on two cores) the catch was seen to miss; a build whose
     big video was not caught is run again, from scratch, up to three times."""
+    looks = []  # each build's segment counts at the watcher's looks: why a catch missed
     for attempt in range(3):
         data_dir = tmp_path / f"spark{attempt}"
-        killed, big = build_killing_the_big_video(manual, spark, data_dir)
+        killed, big, seen = build_killing_the_big_video(manual, spark, data_dir)
+        looks.append(seen)
         if killed:
             break
-    assert len(killed) == 1, "the big video was never caught being encoded (3 builds)"
+    assert len(killed) == 1, f"the big video was never caught being encoded: {looks}"
     (_, segments, finished_then) = killed[0]
     assert 0 < segments < 50, segments  # killed mid-video
     assert_same_dataset(data_dir, plain)
@@ -275,13 +278,14 @@ def test_a_worker_killed_mid_video_leaves_each_video_once(manual, plain, spark, 
     assert len(list(big.glob("*.pickle"))) == 50
 
 
-def build_killing_the_big_video(manual, spark, data_dir) -> tuple[list, epath.Path]:
+def build_killing_the_big_video(manual, spark, data_dir) -> tuple[list, epath.Path, list]:
     """A Spark build into `data_dir` whose worker encoding the big video is SIGKILLed once
-    caught mid-video: ([(pid, segments written, entries finished then)] or [], its entry)."""
+    caught mid-video: ([(pid, segments written, entries finished then)] or [], its entry,
+    the segments written at each look)."""
     entries = data_dir / "downloads" / "video_tfrecords_cache" / NAME
     big = big_video_entry(manual, data_dir)
     assert not entries.exists()  # finding the key encoded nothing
-    killed, finished = [], threading.Event()
+    killed, finished, seen = [], threading.Event(), []  # seen: segments at each look
 
     def under_way() -> int:
         """Segments of the big video written so far, 0 if none yet or already done."""
@@ -290,13 +294,20 @@ def build_killing_the_big_video(manual, spark, data_dir) -> tuple[list, epath.Pa
         return sum(1 for _ in big.glob("*.pickle"))
 
     def kill_when_encoding():
+        polls = 0
         while not killed and not finished.is_set():
+            polls += 1
+            if polls % 16 == 1:  # workers at the lowest priority: the watcher runs first, and
+                for worker in python_workers():  # the video's encoding is longer, on a busy
+                    with contextlib.suppress(psutil.Error):  # machine (forks inherit it)
+                        worker.nice(19)
             if under_way():
                 workers = python_workers()
                 for worker in workers:
                     worker.send_signal(signal.SIGSTOP)
                 segments = under_way()  # nothing moves now
                 finished_then = cache_entries(data_dir)
+                seen.append(segments)
                 for worker in workers:
                     if 0 < segments < 50 and has_open(worker, str(manual / BIG)):
                         worker.send_signal(signal.SIGKILL)
@@ -318,7 +329,7 @@ def build_killing_the_big_video(manual, spark, data_dir) -> tuple[list, epath.Pa
     finally:
         finished.set()
         watcher.join(timeout=10)
-    return killed, big
+    return killed, big, seen
 
 
 def cache_entries(data_dir) -> dict[str, int]:
