@@ -13,12 +13,12 @@ readers allow float32 times 2 samples, so 14,718 samples cover them and 14,717 d
 import json
 import os
 
+import hostile
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-import hostile
 import videos
 from video_tfrecords import ClipDecoder, ClipSource, EncodedFrames, VideoConfig
 from video_tfrecords.util.errors import CorruptRecordError
@@ -104,14 +104,22 @@ def test_the_frames_are_timed_as_the_reference_says(dataset):
     assert feature["audio_rate"].int64_list.value == [RATE]
 
 
+def refused_on_both_paths(folder, source_words: str, tf_words: str) -> None:
+    """ClipSource raises CorruptRecordError, and the TF path InvalidArgumentError, each naming
+    the video `short.mp4` with their words."""
+    with pytest.raises(CorruptRecordError, match=rf"`short.mp4`.*{source_words}"):
+        through_source(folder)
+    words = rf"CorruptRecordError: Video `short.mp4` has {tf_words}"
+    with pytest.raises(tf.errors.InvalidArgumentError, match=words):
+        through_tf(folder)
+
+
 @pytest.mark.parametrize("samples", [8000, SPAN - 3])
 def test_audio_short_of_the_frames_is_refused_on_both_paths(dataset, tmp_path, samples):
     folder = forged(dataset, tmp_path, audio_cut_to(samples))
-    with pytest.raises(CorruptRecordError, match=rf"`short.mp4`.*its audio is {samples} samples"):
-        through_source(folder)
-    words = rf"CorruptRecordError: Video `short.mp4` has {samples} audio samples at {RATE}/s"
-    with pytest.raises(tf.errors.InvalidArgumentError, match=words):
-        through_tf(folder)
+    refused_on_both_paths(
+        folder, f"its audio is {samples} samples", f"{samples} audio samples at {RATE}/s"
+    )
 
 
 def test_audio_that_covers_the_frames_within_the_slack_reads_alike(dataset, tmp_path):
@@ -136,12 +144,11 @@ def test_the_numpy_sample_of_clip_decoder_refuses_short_audio_too(dataset):
 @pytest.mark.parametrize("label", [len(CLASSES), -2])
 def test_a_label_outside_the_classes_is_refused_on_both_paths(dataset, tmp_path, label):
     folder = forged(dataset, tmp_path, label_set_to(label))
-    words = rf"its label is {label}, not one of the dataset's {len(CLASSES)} classes"
-    with pytest.raises(CorruptRecordError, match=rf"`short.mp4`.*{words}"):
-        through_source(folder)
-    words = rf"CorruptRecordError: Video `short.mp4` has label {label}, not one of its 3 classes"
-    with pytest.raises(tf.errors.InvalidArgumentError, match=words):
-        through_tf(folder)
+    refused_on_both_paths(
+        folder,
+        f"its label is {label}, not one of the dataset's {len(CLASSES)} classes",
+        f"label {label}, not one of its {len(CLASSES)} classes",
+    )
 
 
 def test_several_labels_outside_the_classes_are_refused_naming_the_video(dataset, tmp_path):
