@@ -338,7 +338,7 @@ def _checked_label(label, num_classes: int, frames, name):
     `ClipSource` checks it): else InvalidArgumentError "CorruptRecordError: ..."."""
     ops = backends.tf_ops()
     check = ops.corrupt(
-        labels.valid_label(ops, label, num_classes),
+        labels.valid_label(label, num_classes),
         lambda: ("Video ", *video_label(ops, frames, name), " has label ", label,
                  f", not one of its {num_classes} classes."),
     )  # fmt: skip

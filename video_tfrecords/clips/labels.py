@@ -45,10 +45,11 @@ CAPTION_COUNTER = 2**34
 SEGMENT_COUNTER = 2**35
 
 
-def valid_label(ops, label, num_classes: int):
-    """Whether an example's `label` is one of `num_classes` classes, or -1 (none: a JSON Lines
-    line without one); on either backend, for every reader's check."""
-    return ops.logical_and(label >= -1, label < num_classes)
+def valid_label(label, num_classes: int):
+    """Whether an example's `label` (an int, or an int tensor) is one of `num_classes` classes,
+    or -1 (none: a JSON Lines line without one): every reader's check. (`&` is `and` for a
+    Python bool and `logical_and` for a bool tensor: no array op per clip on the NumPy path.)"""
+    return (label >= -1) & (label < num_classes)
 
 
 def check_asked(spec, *, labels: bool, captions: bool, where: str) -> None:

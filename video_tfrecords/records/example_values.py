@@ -153,7 +153,7 @@ def scalars(values: Values, features: dict) -> dict:
 def check_label(values: Values, label: int, num_classes: int | None) -> int:
     """The example's label: one of the dataset's classes, or -1 (none) for a JSON Lines line
     without one (`clips.labels.valid_label`, the TF path's rule too)."""
-    if num_classes is not None and not labels.valid_label(NP_OPS, label, num_classes):
+    if num_classes is not None and not labels.valid_label(label, num_classes):
         raise values.error(f"its label is {label}, not one of the dataset's {num_classes} classes")
     return label
 
