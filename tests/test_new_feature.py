@@ -1,17 +1,20 @@
-"""A stored feature added in the schema, and filled where the build makes a video's values,
-reaches every reader with no other edit: `source[i]`, `tfds.load` and `show report`."""
+"""A stored feature added in the schema (a field of `schema.Example`), and filled where the
+build makes a video's values, reaches every reader with no other edit: `source[i]`, `tfds.load`,
+`show report` and the typed example a record is read as."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
-import synthetic
 import tensorflow_datasets as tfds
 
+import synthetic
 from video_tfrecords import ClipSource, VideoConfig
 from video_tfrecords.ingest import encoding
-from video_tfrecords.records import schema
-from video_tfrecords.show import report
+from video_tfrecords.records import example_values, schema
+from video_tfrecords.show import report, stored
 
 NAME = "made_up_bits"  # a feature no build stores
 LENGTHS = (7, 9)
@@ -19,25 +22,24 @@ LENGTHS = (7, 9)
 
 @pytest.fixture(scope="module")
 def builder(tmp_path_factory):
-    """Two videos built with `NAME` added to the schema, each storing its frame count x 3
-    (a value the test knows, made where the build makes the video's other values)."""
+    """Two videos built with `NAME` added to the schema (a field of `schema.Example`), each
+    storing its frame count x 3 (a value the test knows, made where the build makes the
+    video's other values)."""
     patch = pytest.MonkeyPatch()
-    features, encode_video = schema.features, encoding.encode_video
+    encode_video = encoding.encode_video
 
-    def more_features(config, kinds=frozenset()):
-        import tensorflow_datasets as tfds
+    def feature(config):
+        return tfds.features.Scalar(np.int32, doc="A test's feature.")
 
-        found = features(config, kinds)
-        return tfds.features.FeaturesDict(
-            {**found, NAME: tfds.features.Scalar(np.int32, doc="A test's feature.")}
-        )
+    field = (NAME, "int | None", schema.stored(feature, "int"))
+    example = dataclasses.make_dataclass("Example", [field], bases=(schema.Example,), kw_only=True)
 
     def more_values(task, add):
         summary = encode_video(task, add)
         summary["fields"][NAME] = 3 * summary["parts"][0][schema.SOURCE_NUM_FRAMES]
         return summary
 
-    patch.setattr(schema, "features", more_features)
+    patch.setattr(schema, "Example", example)
     patch.setattr(encoding, "encode_video", more_values)
     manual = tmp_path_factory.mktemp("new_feature_manual")
     for i, length in enumerate(LENGTHS):
@@ -78,3 +80,14 @@ def test_show_report_lists_the_new_features_values(builder):
     assert len(row) == 1 and sorted(row[0].split(": ", 1)[1].split(", ")) == sorted(
         values.split(", ")
     ), text
+
+
+def test_a_record_read_as_the_typed_example_has_the_new_field(builder):
+    records = stored.SplitRecords(builder.data_dir, "train")
+    try:
+        for i in range(len(records)):
+            values = example_values.Values.of(records.reader.read(i), lambda: "a record")
+            example = example_values.example_of(values)
+            assert getattr(example, NAME) == expected(example.filename)
+    finally:
+        records.close()

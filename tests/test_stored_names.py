@@ -5,7 +5,10 @@ added in one place."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import pathlib
+
+import numpy as np
 
 from video_tfrecords.config import VideoConfig
 from video_tfrecords.records import schema
@@ -98,3 +101,34 @@ def test_the_stored_format_does_not_depend_on_how_clips_are_keyed_or_cut():
     assert not imported & {
         "video_tfrecords.clips.keys", "video_tfrecords.clips.audio",
     }, sorted(name for name in imported if ".clips" in name)  # fmt: skip
+
+
+def test_the_typed_example_has_a_field_per_stored_feature_each_named_by_a_constant():
+    constants = {v for name, v in vars(schema).items() if name.isupper() and isinstance(v, str)}
+    fields = {field.name for field in dataclasses.fields(schema.Example)}
+    features = schema.features(
+        VideoConfig(name="all", audio_rate=16000), frozenset(schema.ANNOTATIONS)
+    )
+    assert fields == set(features) and fields <= constants
+
+
+def test_each_fields_kind_is_what_tfds_serializes_it_as():
+    # What TFDS serializes each feature as (a tf.train.Feature holds bytes, int64s or floats:
+    # strings as bytes, floats as floats, other numbers and bools as int64s), against the kind
+    # `schema.Example` declares and readers check values by.
+    features = schema.features(
+        VideoConfig(name="all", audio_rate=16000), frozenset(schema.ANNOTATIONS)
+    )
+
+    def word(dtype: np.dtype) -> str:
+        return "bytes" if dtype.kind in "OSU" else "float" if dtype.kind == "f" else "int"
+
+    tfds_kinds = {}
+    for name, info in features.get_serialized_info().items():
+        inner = info.items() if isinstance(info, dict) else [(None, info)]
+        for field, tensor in inner:  # a Sequence's fields, flattened as in a record
+            tfds_kinds[name if field is None else f"{name}/{field}"] = word(
+                np.dtype(tensor.np_dtype)
+            )
+    declared = {name: kind for name, (kind, _, _) in schema.record_kinds().items()}
+    assert declared == tfds_kinds

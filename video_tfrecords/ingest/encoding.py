@@ -270,7 +270,8 @@ def examples_of(
     outcome: Outcome, start: int = 0, stop: int | None = None
 ) -> Iterator[tuple[str, dict]]:
     """The (key, example) pairs of an outcome's cache entry, one piece in memory at a time;
-    only pieces `start` to `stop` (all by default: a shard may hold part of a video).
+    only pieces `start` to `stop` (all by default: a shard may hold part of a video). Each
+    example is a `schema.Example` filled from the entry and the task, as TFDS's writer takes it.
 
     A task with `parts` gives each part's examples its line's label, annotation features
     and span (`span_start`, `span_end`); one without gives exactly the fields of a text
@@ -305,7 +306,8 @@ def examples_of(
         # Where each frame lies in the record, and the CRC32C of them all as stored.
         made[schema.FRAME_SIZES] = frame_table.sizes(frames)
         made[schema.VIDEO_CRC] = frame_table.list_crc32c(frames, stored[schema.FRAME_CHECKSUMS])
-        yield f"{key}#{stored[schema.SEGMENT]}", {**fields, **stored, **made}
+        example = schema.Example(**{**fields, **stored, **made})  # a field it lacks: TypeError
+        yield f"{key}#{stored[schema.SEGMENT]}", example.stored_values()
 
 
 # -- reporting -------------------------------------------------------------------

@@ -16,17 +16,21 @@ from video_tfrecords.records import schema
 
 __all__ = ["INPUTS", "STORED", "nested", "segment_inputs", "stored_annotations"]
 
+
+def _with_kinds(*names: str) -> tuple[tuple[str, str], ...]:
+    """(name, kind in a record) of each stored feature, as `schema.Example` declares it."""
+    return tuple((name, schema.record_kinds()[name][0]) for name in names)
+
+
 # By kind: `clips.labels.annotate`'s word -> (the stored feature, its kind in a record).
 INPUTS = {
     schema.LABELS_KIND: dict(zip(
         labels.ANNOTATION_INPUTS["labels"],
-        ((schema.LABELS, "int"), (schema.SEGMENT_LABEL, "int"), (schema.SEGMENT_START, "float"),
-         (schema.SEGMENT_END, "float")),
+        _with_kinds(schema.LABELS, schema.SEGMENT_LABEL, schema.SEGMENT_START, schema.SEGMENT_END),
     )),
     schema.CAPTIONS_KIND: dict(zip(
         labels.ANNOTATION_INPUTS["captions"],
-        ((schema.CAPTION_TEXT, "bytes"), (schema.CAPTION_START, "float"),
-         (schema.CAPTION_END, "float")),
+        _with_kinds(schema.CAPTION_TEXT, schema.CAPTION_START, schema.CAPTION_END),
     )),
 }  # fmt: skip
 # The stored features a clip's own annotations replace in a reader's output.

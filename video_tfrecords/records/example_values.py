@@ -23,7 +23,7 @@ from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = [
     "MAX_RATE", "Values", "check_audio", "check_covers", "check_label", "check_times",
-    "covers_frames", "frames_span", "kind_of", "pcm_view", "scalars",
+    "covers_frames", "example_of", "frames_span", "kind_of", "pcm_view", "scalars",
 ]  # fmt: skip
 
 MAX_RATE = 1_000_000  # per second: above any frame rate the build stores and any sample rate
@@ -92,6 +92,17 @@ class Values:
             raise self.error(f"its {name} holds {len(values)} values, where it has one")
         return values[0] if kind == "bytes" else values[0].item()
 
+    def take(self, name: str):
+        """Feature `name` as `schema.Example` declares it: a list's values, or its one value
+        (text as str); None if the record does not have it."""
+        kind, many, text = schema.record_kinds()[name]
+        if not many:
+            return self.text(name) if text else self.one(name, kind)
+        values = self.list(name, kind)
+        if text and values is not None:
+            return [bytes(value).decode("utf-8", "replace") for value in values]
+        return values
+
     def text(self, name: str) -> str | None:
         value = self.one(name, "bytes")
         return None if value is None else bytes(value).decode("utf-8", "replace")
@@ -112,7 +123,7 @@ class Values:
 
     def rate(self, name: str) -> float | None:
         """A rate (frames or samples per second): finite, above 0 and at most MAX_RATE."""
-        value = self.one(name, "float" if name == schema.FPS else "int")
+        value = self.take(name)
         if value is not None and not 0 < value <= MAX_RATE:
             raise self.error(f"its {name} is {value}: not a rate (above 0, at most {MAX_RATE})")
         return value
@@ -129,6 +140,37 @@ class Values:
                 "pixels a stored frame may have"
             )
         return height, width
+
+
+def example_of(values: Values, audio_channels: int = 1) -> schema.Example:
+    """The record as a `schema.Example`: each declared field it stores, taken checked
+    (`Values.take`); a Sequence of fields as a dict of lists, a tensor stored as bytes as its
+    array (audio: int16 [samples, `audio_channels`])."""
+    found = {}
+    for field in schema.declared():
+        kind, encoded = field.metadata["kind"], field.metadata["encoded"]
+        if isinstance(kind, dict):
+            lists = {key: values.take(f"{field.name}/{key}") for key in kind}
+            if any(value is not None for value in lists.values()):
+                found[field.name] = {
+                    key: [] if value is None else list(value) for key, value in lists.items()
+                }
+            continue
+        value = values.take(field.name)
+        if value is not None and encoded is not None:
+            try:
+                if field.name == schema.AUDIO:
+                    value = pcm_view(value, audio_channels)
+                elif len(value) % np.dtype(encoded).itemsize:
+                    raise ValueError(
+                        f"its {field.name} is {len(value)} bytes, not {encoded} values"
+                    )
+                else:
+                    value = np.frombuffer(value, encoded)
+            except ValueError as e:
+                raise values.error(str(e)) from None
+        found[field.name] = value
+    return schema.Example(**found)
 
 
 def scalars(values: Values, features: dict) -> dict:
@@ -168,8 +210,8 @@ def check_times(values: Values, times: np.ndarray, num_frames: int) -> np.ndarra
             "its timestamps are not times (each must be finite, >= 0, and none before the one "
             "before it)"
         )
-    start = values.one(schema.SPAN_START, "float")
-    end = values.one(schema.SPAN_END, "float")
+    start = values.take(schema.SPAN_START)
+    end = values.take(schema.SPAN_END)
     if start is not None and end is not None and len(times):
         slack = 1e-3  # s: float32 times and span ends
         if not (0 <= start <= end and times[0] >= start - slack and times[-1] <= end + slack):

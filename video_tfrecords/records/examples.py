@@ -95,7 +95,7 @@ class SplitExamples:
             raise ValueError(
                 f"audio=True, but {self.dataset_dir} stores no audio: build it with "
                 "VideoConfig(audio_rate=16000) (any rate), e.g. --config "
-                "'{\"name\": \"av\", \"audio_rate\": 16000}'."
+                '\'{"name": "av", "audio_rate": 16000}\'.'
             )
         return int(feature.shape[1])
 
@@ -141,28 +141,26 @@ class SplitExamples:
         where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
         values = example_values.Values.of(record, where, schema.SIZE_TABLES)
         parsed = values.parsed
-        filename = values.text(schema.FILENAME)
+        filename = values.take(schema.FILENAME)
         missing = [name for name in schema.REQUIRED if not len(parsed.get(name, ()))]
         if missing:
             video = "" if filename is None else f" (video `{filename}`)"
             raise CorruptRecordError(f"{where()}{video} has no {', '.join(missing)}.")
         video_where = lambda: f"video `{filename}` ({where()})"
         values.where = video_where
-        frames = values.list(schema.VIDEO, "bytes")
+        frames = values.take(schema.VIDEO)
         if isinstance(frames, example_parser.PlacedByteValues):
             frames.where = video_where
         if self.frame_checks:
-            checksums = values.list(schema.FRAME_CHECKSUMS, "int")
+            checksums = values.take(schema.FRAME_CHECKSUMS)
             checksums = () if checksums is None else checksums
             frames = CheckedFrames(frames, checksums, video_where)
             list_crc = values.checksum(schema.VIDEO_CRC)
             self.reader.check_outside_frames(
                 index, record, parsed[schema.VIDEO], checksums, list_crc
             )
-        label = example_values.check_label(
-            values, values.one(schema.LABEL, "int"), self.num_classes
-        )
-        times = values.list(schema.TIMESTAMPS, "float")
+        label = example_values.check_label(values, values.take(schema.LABEL), self.num_classes)
+        times = values.take(schema.TIMESTAMPS)
         if times is not None:
             times = example_values.check_times(values, np.asarray(times), len(frames))
         inputs = {
@@ -216,7 +214,7 @@ class SplitExamples:
         """One clip input from the record, checked: the frames' times, the frame rate, the
         audio's samples (an int16 view of its bytes) and their rate."""
         if feature == schema.AUDIO:
-            data = values.one(schema.AUDIO, "bytes")
+            data = values.take(schema.AUDIO)
             if data is None:
                 raise values.error("it has no audio")
             try:
@@ -234,7 +232,7 @@ class SplitExamples:
     def _fingerprint(self, index: int, frames, values: example_values.Values) -> int:
         """The video's `fingerprint_of(frames)`: stored in the record (2.2.0 on, checked
         with it), else hashed once per process."""
-        stored = values.one(schema.FINGERPRINT, "int")
+        stored = values.take(schema.FINGERPRINT)
         if stored is not None:
             return stored
         if self._fingerprinted[index]:

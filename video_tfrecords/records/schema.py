@@ -1,6 +1,7 @@
-"""The stored format: each feature's name, the TFDS features of a config, the dataset's versions,
-and which features a clip reads. A new stored field is added here; the build and every reader
-follow (`features`, `clip_inputs`).
+"""The stored format: each feature's name, the typed example (`Example`: a field per feature,
+declaring its TFDS feature, its kind in a record and which builds store it), the TFDS features
+of a config, the dataset's versions, and which features a clip reads. A new stored feature is a
+field of `Example` (and a name here); the build fills it, and every reader follows.
 
 Imports neither TensorFlow nor TFDS: `features` imports TFDS to build its feature objects (which
 load TensorFlow only to read), so a reader that only names features loads neither.
@@ -8,6 +9,9 @@ load TensorFlow only to read), so a reader that only names features loads neithe
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,9 +24,13 @@ __all__ = [
     "DATASET_VERSION",
     "RELEASE_NOTES",
     "REQUIRED",
+    "Example",
     "annotation_kinds",
     "clip_inputs",
+    "declared",
     "features",
+    "record_kinds",
+    "stored",
 ]
 
 DATASET_NAME = "video_tfrecords"
@@ -83,6 +91,9 @@ REQUIRED = (VIDEO, LABEL, FILENAME)  # what makes a dataset a video_tfrecords on
 SPAN_START, SPAN_END = "span_start", "span_end"
 LABELS, LABEL_SEGMENTS, CAPTIONS = "labels", "label_segments", "captions"
 SPANS_KIND, LABELS_KIND, CAPTIONS_KIND = "spans", "labels", "captions"
+# Which builds store a field of `Example`: every build, one with `audio_rate`, or one whose
+# manifests give an annotation kind.
+ALWAYS, WITH_AUDIO = "always", "audio"
 ANNOTATIONS = {
     SPANS_KIND: (SPAN_START, SPAN_END),
     LABELS_KIND: (LABELS, LABEL_SEGMENTS),
@@ -99,71 +110,246 @@ CAPTION_TEXT, CAPTION_START, CAPTION_END = (
 )
 
 
-def _scalar(dtype, doc: str) -> tfds.features.Scalar:
+def _tfds_features():
+    """`tfds.features`, imported when a TFDS feature is made (a reader that only names or
+    reads features never loads TFDS)."""
     import tensorflow_datasets as tfds
 
-    return tfds.features.Scalar(dtype, doc=doc)
+    return tfds.features
 
 
-def _audio_features(config) -> dict:
-    """The audio features of a config with `audio_rate` (none without: the features of
-    datasets built before audio existed).
-
-    A `Tensor` of int16, shape (samples, channels), stored as one bytes value
-    (encoding="bytes"): 2 bytes a sample where an int64 list takes up to 10 (a negative
-    varint), and a reader cuts a clip's window from a view of the record's bytes without
-    parsing the rest; `tfds.load` gives it as an int16 tensor. Not `tfds.features.Audio`:
-    in TFDS 4.9.10 it hands an array to the writer unencoded, so it can store int16 only
-    as an int64 list.
-    """
-    import tensorflow_datasets as tfds
-
-    if config.audio_rate is None:
-        return {}
-    return {
-        AUDIO: tfds.features.Tensor(
-            shape=(None, config.audio_channels),
-            dtype=np.int16,
-            encoding="bytes",
-            doc="The video's default audio stream, int16 PCM; sample j plays at "
-            "(round(timestamps[0] * audio_rate) + j) / audio_rate s (silence where it has none).",
-        ),
-        HAS_AUDIO: _scalar(np.bool_, "Whether the video has an audio stream FFmpeg decodes."),
-        AUDIO_RATE: _scalar(np.int32, "Samples per second of `audio`."),
-    }
+def _scalar(dtype, doc: str) -> Callable:
+    return lambda config: _tfds_features().Scalar(dtype, doc=doc)
 
 
-def _timed(**more) -> tfds.features.Sequence:
+def _timed(**more) -> Callable:
     """A list of things with a `start` and an `end` in seconds on the frames' clock."""
-    import tensorflow_datasets as tfds
-
     doc = "Seconds on the clock of `timestamps`."
-    seconds = {key: _scalar(np.float32, doc) for key in (START_FIELD, END_FIELD)}
-    return tfds.features.Sequence({**more, **seconds})
+
+    def make(config):
+        seconds = {key: _scalar(np.float32, doc)(config) for key in (START_FIELD, END_FIELD)}
+        return _tfds_features().Sequence({**{k: f(config) for k, f in more.items()}, **seconds})
+
+    return make
 
 
-def _annotation_features(kinds) -> dict:
-    """The features of the annotation `kinds` a build's manifests give (`ANNOTATIONS`)."""
-    import tensorflow_datasets as tfds
+def _audio(config):
+    """int16 PCM, shape (samples, channels), stored as one bytes value (encoding="bytes"): 2
+    bytes a sample where an int64 list takes up to 10 (a negative varint), and a reader cuts a
+    clip's window from a view of the record's bytes without parsing the rest; `tfds.load` gives
+    an int16 tensor. Not `tfds.features.Audio`: in TFDS 4.9.10 it hands an array to the writer
+    unencoded, so it can store int16 only as an int64 list."""
+    return _tfds_features().Tensor(
+        shape=(None, config.audio_channels),
+        dtype=np.int16,
+        encoding="bytes",
+        doc="The video's default audio stream, int16 PCM; sample j plays at "
+        "(round(timestamps[0] * audio_rate) + j) / audio_rate s (silence where it has none).",
+    )
 
-    found = {}
-    if SPANS_KIND in kinds:
-        found[SPAN_START] = _scalar(
-            np.float32, "Where the example's span starts in the source video, seconds (0: at its "
-            "first frame; its first stored frame is the first at or after it)."
-        )  # fmt: skip
-        found[SPAN_END] = _scalar(
-            np.float32, "Where the span ends (its frames are before it), seconds; clipped to "
-            "the video's end."
-        )  # fmt: skip
-    if LABELS_KIND in kinds:
-        found[LABELS] = tfds.features.Sequence(
-            tfds.features.ClassLabel(),
+
+def _video(config):
+    size = config.size
+    frame_shape = (None, *size, 3) if size else (None, None, None, 3)
+    return _tfds_features().Video(frame_shape, encoding_format="jpeg")
+
+
+def _list(dtype, doc: str, encoding: str = "none") -> Callable:
+    return lambda config: _tfds_features().Tensor(
+        shape=(None,), dtype=dtype, encoding=encoding, doc=doc
+    )
+
+
+def _class_label(config):
+    return _tfds_features().ClassLabel()
+
+
+def _text(doc: str | None = None) -> Callable:
+    return lambda config: _tfds_features().Text(doc=doc)
+
+
+def stored(
+    make: Callable,
+    kind,
+    when: str = ALWAYS,
+    *,
+    many: bool = False,
+    text: bool = False,
+    encoded: str | None = None,
+):
+    """Declares a field of `Example`: `make(config)` gives its TFDS feature; `kind` what a
+    record holds ("bytes", "int" or "float"; for a Sequence of fields, their kinds by name),
+    `many` whether a list of them, `text` bytes that are UTF-8 text, `encoded` the NumPy dtype
+    of a tensor stored as one bytes value; `when` which builds store it (ALWAYS, WITH_AUDIO: a
+    config with `audio_rate`, or an annotation kind of `ANNOTATIONS` the manifests give)."""
+    metadata = {"make": make, "kind": kind, "many": many, "text": text, "encoded": encoded}
+    return dataclasses.field(default=None, metadata={**metadata, "when": when})
+
+
+_SECONDS = {START_FIELD: "float", END_FIELD: "float"}
+
+
+@dataclasses.dataclass(kw_only=True)
+class Example:
+    """One stored example: a field per stored feature, named as its record names it (each
+    name one of the constants above). None: not stored. The build fills one for each piece
+    of a video (`ingest/encoding.examples_of`), `features` makes the dataset's TFDS features
+    from the fields, and readers take a record's values by the fields' kinds
+    (`example_values.Values.take`, `example_values.example_of`)."""
+
+    audio: np.ndarray | None = stored(_audio, "bytes", WITH_AUDIO, encoded="<i2")
+    has_audio: bool | None = stored(
+        _scalar(np.bool_, "Whether the video has an audio stream FFmpeg decodes."),
+        "int",
+        WITH_AUDIO,
+    )
+    audio_rate: int | None = stored(
+        _scalar(np.int32, "Samples per second of `audio`."), "int", WITH_AUDIO
+    )
+    span_start: float | None = stored(
+        _scalar(
+            np.float32,
+            "Where the example's span starts in the source video, seconds (0: "
+            "at its first frame; its first stored frame is the first at or after it).",
+        ),
+        "float",
+        SPANS_KIND,
+    )
+    span_end: float | None = stored(
+        _scalar(
+            np.float32,
+            "Where the span ends (its frames are before it), seconds; clipped to the video's end.",
+        ),
+        "float",
+        SPANS_KIND,
+    )
+    labels: list | None = stored(
+        lambda config: _tfds_features().Sequence(
+            _tfds_features().ClassLabel(),
             doc="Every label of the example (`label`, `labels`, its segments'), each once.",
-        )
-        found[LABEL_SEGMENTS] = _timed(**{SEGMENT_LABEL_FIELD: tfds.features.ClassLabel()})
-    if CAPTIONS_KIND in kinds:
-        found[CAPTIONS] = _timed(**{TEXT_FIELD: tfds.features.Text()})
+        ),
+        "int",
+        LABELS_KIND,
+        many=True,
+    )
+    label_segments: dict | None = stored(
+        _timed(**{SEGMENT_LABEL_FIELD: _class_label}),
+        {SEGMENT_LABEL_FIELD: "int", **_SECONDS},
+        LABELS_KIND,
+        many=True,
+    )
+    captions: dict | None = stored(
+        _timed(**{TEXT_FIELD: _text()}),
+        {TEXT_FIELD: "bytes", **_SECONDS},
+        CAPTIONS_KIND,
+        many=True,
+        text=True,
+    )
+    video: list | None = stored(_video, "bytes", many=True)
+    label: int | str | None = stored(_class_label, "int")
+    filename: str | None = stored(_text(), "bytes", text=True)
+    frame_crc32c: np.ndarray | None = stored(
+        _list(np.uint32, "CRC32C of each JPEG frame: a reader checks the frames it decodes."),
+        "int",
+        many=True,
+    )
+    frame_sizes: np.ndarray | None = stored(
+        # int32: a frame is under 2 GiB, and TF's decode_raw reads no uint32; encoding="bytes":
+        # little-endian, read as an array without a varint a frame.
+        _list(
+            np.int32,
+            "Size of each JPEG frame in bytes: a reader places a clip's frames in "
+            "the record without reading the others.",
+            "bytes",
+        ),
+        "bytes",
+        encoded="<i4",
+    )
+    video_crc32c: int | None = stored(
+        _scalar(
+            np.uint32,
+            "CRC32C of `video` as the record stores it (each frame's tag, length "
+            "and bytes): a reader checks a record's CRC32C without reading its frames.",
+        ),
+        "int",
+    )
+    video_fingerprint: int | None = stored(
+        _scalar(
+            np.int64,
+            "The frames' content fingerprint (clips.keys.video_fingerprint), "
+            "which seeded clips are keyed on.",
+        ),
+        "int",
+    )
+    frame_height: int | None = stored(
+        _scalar(np.int32, "Height of every stored frame, in pixels."), "int"
+    )
+    frame_width: int | None = stored(
+        _scalar(np.int32, "Width of every stored frame, in pixels."), "int"
+    )
+    timestamps: np.ndarray | None = stored(
+        _list(np.float32, "Time of each stored frame, in seconds from the video's first frame."),
+        "float",
+        many=True,
+    )
+    fps: float | None = stored(_scalar(np.float32, "Frame rate of the stored frames."), "float")
+    codec: str | None = stored(_text("FFmpeg's name of the source's codec."), "bytes", text=True)
+    source_height: int | None = stored(_scalar(np.int32, "Coded height of the source."), "int")
+    source_width: int | None = stored(_scalar(np.int32, "Coded width of the source."), "int")
+    source_num_frames: int | None = stored(
+        _scalar(np.int32, "Frames of the source video, counted by decoding."), "int"
+    )
+    display_height: int | None = stored(
+        _scalar(np.int32, "Height a player shows (SAR, rotation)."), "int"
+    )
+    display_width: int | None = stored(
+        _scalar(np.int32, "Width a player shows (SAR, rotation)."), "int"
+    )
+    sample_aspect_ratio: float | None = stored(
+        _scalar(np.float32, "Width of a source pixel / height."), "float"
+    )
+    rotation: int | None = stored(
+        _scalar(np.int32, "Clockwise degrees the source was turned to be upright."), "int"
+    )
+    segment: int | None = stored(
+        _scalar(np.int32, "Which part of the video (see segment_frames)."), "int"
+    )
+    start_frame: int | None = stored(
+        _scalar(np.int32, "Index of the first stored frame within the video."), "int"
+    )
+
+    def stored_values(self) -> dict:
+        """The example as TFDS's writer takes it: each stored feature's value by its name
+        (the fields that are None are not stored); a required one missing: ValueError."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        missing = [name for name in REQUIRED if values[name] is None]
+        if missing:
+            raise ValueError(f"an example without {', '.join(missing)}")
+        return {name: value for name, value in values.items() if value is not None}
+
+
+def declared() -> tuple[dataclasses.Field, ...]:
+    """`Example`'s fields, each a stored feature (its metadata: `stored`'s arguments)."""
+    return dataclasses.fields(Example)
+
+
+def record_kinds() -> dict[str, tuple[str, bool, bool]]:
+    """Each stored name in a record (a Sequence's fields as TFDS flattens them:
+    "label_segments/start") -> (its kind, whether a list, whether text), from `Example`."""
+    return _kinds_of(Example)
+
+
+@functools.cache
+def _kinds_of(example_type) -> dict[str, tuple[str, bool, bool]]:
+    found = {}
+    for f in dataclasses.fields(example_type):
+        kind, many, text = f.metadata["kind"], f.metadata["many"], f.metadata["text"]
+        if isinstance(kind, dict):  # (only a Sequence's bytes field is text: `captions/text`)
+            found.update(
+                {f"{f.name}/{k}": (v, many, text and v == "bytes") for k, v in kind.items()}
+            )
+        else:
+            found[f.name] = (kind, many, text)
     return found
 
 
@@ -174,61 +360,11 @@ def annotation_kinds(names) -> frozenset[str]:
 
 def features(config, kinds=frozenset()) -> tfds.features.FeaturesDict:
     """The stored features of a dataset built with `config` (a `VideoConfig`) from manifests
-    that give the annotation `kinds` (`ANNOTATIONS`; none for text manifests)."""
-    import tensorflow_datasets as tfds  # here: a reader that only names features never loads it
-
-    size = config.size
-    frame_shape = (None, *size, 3) if size else (None, None, None, 3)
-    return tfds.features.FeaturesDict(
-        {
-            **_audio_features(config),
-            **_annotation_features(kinds),
-            VIDEO: tfds.features.Video(frame_shape, encoding_format="jpeg"),
-            LABEL: tfds.features.ClassLabel(),
-            FILENAME: tfds.features.Text(),
-            FRAME_CHECKSUMS: tfds.features.Tensor(
-                shape=(None,),
-                dtype=np.uint32,
-                doc="CRC32C of each JPEG frame: a reader checks the frames it decodes.",
-            ),
-            FRAME_SIZES: tfds.features.Tensor(
-                shape=(None,),
-                dtype=np.int32,  # a frame is under 2 GiB; TF's decode_raw reads no uint32
-                encoding="bytes",  # little-endian, read as an array without a varint a frame
-                doc="Size of each JPEG frame in bytes: a reader places a clip's frames in the "
-                "record without reading the others.",
-            ),
-            VIDEO_CRC: _scalar(
-                np.uint32,
-                "CRC32C of `video` as the record stores it (each frame's tag, length and "
-                "bytes): a reader checks a record's CRC32C without reading its frames.",
-            ),
-            FINGERPRINT: _scalar(
-                np.int64,
-                "The frames' content fingerprint (clips.keys.video_fingerprint), "
-                "which seeded clips are keyed on.",
-            ),
-            FRAME_HEIGHT: _scalar(np.int32, "Height of every stored frame, in pixels."),
-            FRAME_WIDTH: _scalar(np.int32, "Width of every stored frame, in pixels."),
-            TIMESTAMPS: tfds.features.Tensor(
-                shape=(None,),
-                dtype=np.float32,
-                doc="Time of each stored frame, in seconds from the video's first frame.",
-            ),
-            FPS: _scalar(np.float32, "Frame rate of the stored frames."),
-            CODEC: tfds.features.Text(doc="FFmpeg's name of the source's codec."),
-            SOURCE_HEIGHT: _scalar(np.int32, "Coded height of the source."),
-            SOURCE_WIDTH: _scalar(np.int32, "Coded width of the source."),
-            SOURCE_NUM_FRAMES: _scalar(
-                np.int32, "Frames of the source video, counted by decoding."
-            ),
-            DISPLAY_HEIGHT: _scalar(np.int32, "Height a player shows (SAR, rotation)."),
-            DISPLAY_WIDTH: _scalar(np.int32, "Width a player shows (SAR, rotation)."),
-            SAMPLE_ASPECT_RATIO: _scalar(np.float32, "Width of a source pixel / height."),
-            ROTATION: _scalar(np.int32, "Clockwise degrees the source was turned to be upright."),
-            SEGMENT: _scalar(np.int32, "Which part of the video (see segment_frames)."),
-            START_FRAME: _scalar(np.int32, "Index of the first stored frame within the video."),
-        }
+    that give the annotation `kinds` (`ANNOTATIONS`; none for text manifests): `Example`'s
+    fields such a build stores."""
+    builds = {ALWAYS, *kinds, *([WITH_AUDIO] if config.audio_rate is not None else [])}
+    return _tfds_features().FeaturesDict(
+        {f.name: f.metadata["make"](config) for f in declared() if f.metadata["when"] in builds}
     )
 
 

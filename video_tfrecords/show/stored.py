@@ -67,56 +67,56 @@ class SplitRecords:
         features = dataset_files.read_features(dataset_dir)
         self.kinds = schema.annotation_kinds(features)
         self.scalars = {name: f for name, f in features.items() if f.is_scalar}
+        audio = features.get(schema.AUDIO)
+        self.audio_channels = int(audio.shape[1]) if audio and len(audio.shape or ()) == 2 else 1
 
     def __len__(self) -> int:
         return len(self.reader)
 
     def video(self, index: int) -> StoredVideo:
-        """Record `index` of the split; a CorruptRecordError names its file if it is not an
-        Example or holds values of the wrong kind (`example_values`)."""
+        """Record `index` of the split, read as a `schema.Example`; a CorruptRecordError names
+        its file if it is not an Example or holds values of the wrong kind (`example_values`)."""
         record = self.reader.read(index)
         where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
         values = example_values.Values.of(record, where)
-        parsed = values.parsed
-        frames = values.listed(schema.VIDEO, "bytes")
-        fps = values.one(schema.FPS, "float")
-        fps = float(fps) if fps else None
-        stamps = values.list(schema.TIMESTAMPS, "float")
+        example = example_values.example_of(values, self.audio_channels)
+        frames = () if example.video is None else example.video
+        fps = float(example.fps) if example.fps else None
+        stamps = example.timestamps
         if stamps is not None and len(stamps) == len(frames):
             times = np.asarray(stamps, np.float64)
         else:
             times = np.arange(len(frames), dtype=np.float64) / (fps or 1.0)
-        label, segment = values.one(schema.LABEL, "int"), values.one(schema.SEGMENT, "int")
-        has_audio = values.one(schema.HAS_AUDIO, "int")
+        stores_audio = schema.HAS_AUDIO in values.parsed
         return StoredVideo(
-            label=-1 if label is None else label,
-            filename=values.text(schema.FILENAME) or "",
+            label=-1 if example.label is None else example.label,
+            filename=example.filename or "",
             num_frames=len(frames),
             times=times,
             fps=fps,
             frame_size=jpeg.jpeg_size(frames[0]) if len(frames) else None,
-            segment=segment or 0,
+            segment=example.segment or 0,
             record_bytes=len(memoryview(record).cast("B")),
-            has_audio=None if schema.HAS_AUDIO not in parsed else bool(has_audio),
-            **self._annotations(values),
+            has_audio=bool(example.has_audio) if stores_audio else None,
+            **self._annotations(example),
             values=example_values.scalars(values, self.scalars),
         )
 
-    def _annotations(self, values: example_values.Values) -> dict:
-        """The record's `labels`, `label_segments` and span, where the dataset stores them
-        (values of the wrong kind: CorruptRecordError)."""
+    def _annotations(self, example: schema.Example) -> dict:
+        """The example's `labels`, `label_segments` and span, where the dataset stores them."""
         found = {}
         if schema.LABELS_KIND in self.kinds:
-            segments = [values.listed(name, kind) for name, kind in (
-                (schema.SEGMENT_LABEL, "int"), (schema.SEGMENT_START, "float"),
-                (schema.SEGMENT_END, "float"))]  # fmt: skip
-            found["labels"] = tuple(int(c) for c in values.listed(schema.LABELS, "int"))
+            segments = example.label_segments or {}
+            fields = (schema.SEGMENT_LABEL_FIELD, schema.START_FIELD, schema.END_FIELD)
+            found["labels"] = tuple(
+                int(c) for c in (example.labels if example.labels is not None else ())
+            )
             found["segments"] = tuple(
-                (int(c), float(start), float(end)) for c, start, end in zip(*segments)
+                (int(c), float(start), float(end))
+                for c, start, end in zip(*(segments.get(f, ()) for f in fields))
             )
         if schema.SPANS_KIND in self.kinds:
-            start, end = values.one(schema.SPAN_START, "float"), values.one(schema.SPAN_END, "float")
-            found["span"] = (float(start or 0.0), float(end or 0.0))
+            found["span"] = (float(example.span_start or 0.0), float(example.span_end or 0.0))
         return found
 
     def close(self) -> None:
