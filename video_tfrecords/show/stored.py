@@ -1,8 +1,9 @@
 """What a record stores beyond ClipSource's output: its frames' times, count and size, its
 labels with their segments, its span, and every scalar feature it stores.
 
-Read with the package's TF-free record readers (`split_reader`, `example_parser`)
-from the files TFDS wrote; each record's CRC32C is checked as it is read.
+Each record is read as a `schema.Example` (`example_values.example_of`) with the package's
+TF-free record readers (`split_reader`, `example_parser`) from the files TFDS wrote; each
+record's CRC32C is checked as it is read.
 """
 
 from __future__ import annotations
