@@ -95,7 +95,7 @@ class SplitExamples:
             raise ValueError(
                 f"audio=True, but {self.dataset_dir} stores no audio: build it with "
                 "VideoConfig(audio_rate=16000) (any rate), e.g. --config "
-                '\'{"name": "av", "audio_rate": 16000}\'.'
+                "'{\"name\": \"av\", \"audio_rate\": 16000}'."
             )
         return int(feature.shape[1])
 
