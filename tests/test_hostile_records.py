@@ -6,7 +6,8 @@ other sizes and encodings, lists made longer, shorter or empty, values set to ex
 features of another kind, swapped or dropped, record lengths that lie. Every checksum is
 recomputed (`hostile`), so only what the values are can tell. Each mutated record is read on
 ClipSource (two clip recipes), on the TF path (TFDS's parser with ClipDecoder, and with
-`decode_features`) and by `show report`'s record reader: each read gives a clip or the
+`decode_features`), by `show report`'s record reader and as `ClipSource.stored_example`'s
+typed example (every frame read): each read gives a clip or the
 package's error (CorruptRecordError; on the TF path TensorFlow's InvalidArgumentError, the one
 type a graph raises), within a second of CPU and 300 MB of resident memory over the reader's
 own, and never crashes the process.
@@ -127,6 +128,8 @@ class Readers:
             self.check(name, read_record, tf_error, start_up)
         records = SplitRecords(self.root, "train")  # `show report`'s reader of what is stored
         self.check("show report", lambda: records.video(0), corrupt_record_error, start_up)
+        stored = lambda: [bytes(frame) for frame in source.stored_example(0).video or ()]
+        self.check("ClipSource.stored_example", stored, corrupt_record_error, start_up)
 
     def check(self, name: str, read, allowed, start_up: bool) -> None:
         wall_limit = None if start_up else hostile.WALL_LIMIT

@@ -467,34 +467,37 @@ def test_the_issues_call_gives_float_clips_beside_captions(built):
 
 @pytest.mark.parametrize("kind", BUILDS)
 def test_each_record_read_as_the_typed_example_holds_what_tfds_load_gives(built, kind):
-    """The typed example a record is read as without TensorFlow (`example_values.example_of`,
-    `show`'s reader) against TFDS's own decode of the same records: every feature equal, and no
-    field set that the dataset does not store."""
+    """The typed example a record is read as without TensorFlow (`schema.Example`: `show`'s
+    reader, and `ClipSource.stored_example`) against TFDS's own decode of the same records:
+    every feature equal, and no field set that the dataset does not store."""
     build = built(kind)
     loaded = tfds.as_numpy(
         build.builder.as_dataset(split="train", decoders={"video": tfds.decode.SkipDecoding()})
     )
     by_key = {(e["filename"].decode(), int(e["start_frame"])): e for e in loaded}
     records = SplitRecords(build.dataset_dir, "train")
-    features = build.builder.info.features
-    channels = features["audio"].shape[1] if "audio" in features else 1
+    source = ClipSource("train", dataset_dir=build.dataset_dir, num_frames=1)
     try:
-        assert len(records) == len(by_key)
+        assert len(records) == len(source) == len(by_key)
         for index in range(len(records)):
             values = example_values.Values.of(records.reader.read(index), lambda: "a record")
-            typed = vars(example_values.example_of(values, channels))
-            reference = by_key[(typed["filename"], typed["start_frame"])]
-            assert {name for name, value in typed.items() if value is not None} == set(reference)
-            for name, expected in reference.items():
-                got = typed[name]
-                if isinstance(expected, dict):  # a Sequence of fields: lists by field
-                    assert set(got) == set(expected), name
-                    for field, values_ in expected.items():
-                        assert_typed_equal(got[field], values_, f"{name}/{field}")
-                else:
-                    assert_typed_equal(got, expected, name)
+            for example in (example_values.example_of(values, records.features),
+                            source.stored_example(index)):  # fmt: skip
+                typed = vars(example)
+                reference = by_key[(typed["filename"], typed["start_frame"])]
+                assert {name for name, value in typed.items() if value is not None} == set(
+                    reference
+                )
+                for name, expected in reference.items():
+                    if isinstance(expected, dict):  # a Sequence of fields: lists by field
+                        assert set(typed[name]) == set(expected), name
+                        for field, values_ in expected.items():
+                            assert_typed_equal(typed[name][field], values_, f"{name}/{field}")
+                    else:
+                        assert_typed_equal(typed[name], expected, name)
     finally:
         records.close()
+        source.close()
 
 
 def assert_typed_equal(got, expected, name: str) -> None:
@@ -502,8 +505,8 @@ def assert_typed_equal(got, expected, name: str) -> None:
     UTF-8 of TFDS's bytes, numbers equal in TFDS's dtype."""
     if isinstance(expected, bytes):
         assert got == expected.decode("utf-8"), name
-    elif isinstance(expected, np.ndarray) and expected.dtype == object:
-        decoded = [bytes(v) if not isinstance(v, str) else v.encode() for v in got]
+    elif isinstance(expected, np.ndarray) and expected.dtype == object:  # frames, caption texts
+        decoded = [v.encode() if isinstance(v, str) else bytes(v) for v in got]
         assert decoded == list(expected), name
     else:
         expected = np.asarray(expected)

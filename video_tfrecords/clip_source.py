@@ -258,6 +258,12 @@ class ClipSource:
 
     _getitems = __getitems__  # Grain's name for batched reads
 
+    def stored_example(self, index) -> schema.Example:
+        """Record `index` as the build stored it, for a look at the data: every feature, the
+        frames still JPEG bytes (`schema.Example`, read without TensorFlow; each value checked)."""
+        record_index, _ = self._locate(index)
+        return self.examples.typed(record_index)
+
     def plan(self, index) -> dict[str, np.ndarray]:
         """What `source[index]` takes from its video, without decoding pixels: `decode_np.plan_np`
         with boxes ("indices", "crop_offsets", "flip", "boxes" in the stored frame's pixels,

@@ -142,10 +142,13 @@ class Values:
         return height, width
 
 
-def example_of(values: Values, audio_channels: int = 1) -> schema.Example:
+def example_of(values: Values, features: dict | None = None) -> schema.Example:
     """The record as a `schema.Example`: each declared field it stores, taken checked
     (`Values.take`); a Sequence of fields as a dict of lists, a tensor stored as bytes as its
-    array (audio: int16 [samples, `audio_channels`])."""
+    array (audio: int16 [samples, channels], the channels of the dataset's `features`, name ->
+    `dataset_files.Feature`)."""
+    audio = (features or {}).get(schema.AUDIO)
+    audio_channels = int(audio.shape[1]) if audio and len(audio.shape or ()) == 2 else 1
     found = {}
     for field in schema.declared():
         kind, encoded = field.metadata["kind"], field.metadata["encoded"]

@@ -95,7 +95,7 @@ class SplitExamples:
             raise ValueError(
                 f"audio=True, but {self.dataset_dir} stores no audio: build it with "
                 "VideoConfig(audio_rate=16000) (any rate), e.g. --config "
-                "'{\"name\": \"av\", \"audio_rate\": 16000}'."
+                '\'{"name": "av", "audio_rate": 16000}\'.'
             )
         return int(feature.shape[1])
 
@@ -151,14 +151,7 @@ class SplitExamples:
         frames = values.take(schema.VIDEO)
         if isinstance(frames, example_parser.PlacedByteValues):
             frames.where = video_where
-        if self.frame_checks:
-            checksums = values.take(schema.FRAME_CHECKSUMS)
-            checksums = () if checksums is None else checksums
-            frames = CheckedFrames(frames, checksums, video_where)
-            list_crc = values.checksum(schema.VIDEO_CRC)
-            self.reader.check_outside_frames(
-                index, record, parsed[schema.VIDEO], checksums, list_crc
-            )
+        frames = self._checked(index, record, values, frames)
         label = example_values.check_label(values, values.take(schema.LABEL), self.num_classes)
         times = values.take(schema.TIMESTAMPS)
         if times is not None:
@@ -177,6 +170,29 @@ class SplitExamples:
         return StoredExample(
             frames, label, filename, inputs, taken, where, self._annotations(values, times)
         )
+
+    def typed(self, index: int) -> schema.Example:
+        """Record `index` as the build stored it: a `schema.Example` of every feature, each
+        value checked (`example_values.example_of`), and the record as `interpret` checks it."""
+        where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
+        record = self.reader.read(index)
+        values = example_values.Values.of(record, where)
+        example = example_values.example_of(values, self.features)
+        if example.video is not None:
+            example.video = self._checked(index, record, values, example.video)
+        return example
+
+    def _checked(self, index: int, record, values: example_values.Values, frames):
+        """The frames, each checked as it is read, and on a record's first read its CRC32C
+        outside them (with `frame_crc32c`, and records not checked whole as they are read)."""
+        if not self.frame_checks:
+            return frames
+        checksums = values.take(schema.FRAME_CHECKSUMS)
+        checksums = () if checksums is None else checksums
+        list_crc = values.checksum(schema.VIDEO_CRC)
+        video = values.parsed[schema.VIDEO]
+        self.reader.check_outside_frames(index, record, video, checksums, list_crc)
+        return CheckedFrames(frames, checksums, values.where)
 
     def _frame_shape(self, values: example_values.Values) -> tuple[int, int] | None:
         """The size every frame of the record must have: the dataset's (a config's `size`),

@@ -68,8 +68,7 @@ class SplitRecords:
         features = dataset_files.read_features(dataset_dir)
         self.kinds = schema.annotation_kinds(features)
         self.scalars = {name: f for name, f in features.items() if f.is_scalar}
-        audio = features.get(schema.AUDIO)
-        self.audio_channels = int(audio.shape[1]) if audio and len(audio.shape or ()) == 2 else 1
+        self.features = features
 
     def __len__(self) -> int:
         return len(self.reader)
@@ -80,7 +79,7 @@ class SplitRecords:
         record = self.reader.read(index)
         where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
         values = example_values.Values.of(record, where)
-        example = example_values.example_of(values, self.audio_channels)
+        example = example_values.example_of(values, self.features)
         frames = () if example.video is None else example.video
         fps = float(example.fps) if example.fps else None
         stamps = example.timestamps
