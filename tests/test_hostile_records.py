@@ -376,6 +376,18 @@ def test_each_value_a_reader_takes_is_checked(dataset, tmp_path, mutation, clip,
         assert f"`{first_video(data).decode()}`" in message, message
 
 
+def test_a_record_without_frames_is_refused_as_a_clip_and_as_stored(dataset, tmp_path):
+    # The fuzz's find: `stored_example` checked the frames' CRC32C before it knew there were any.
+    folder, data, _ = dataset
+    record, _ = mutated(data[0], [list_step("drop", "video", 0, 0)], [], None)
+    shard = hostile.records(hostile.shards(folder)[0])
+    copy = hostile.copy_with(folder, tmp_path / "copy", {0: [record, *shard[1:]]})
+    source = ClipSource("train", dataset_dir=copy, num_frames=2, seed=SEED)
+    for read in (lambda: source[0], lambda: source.stored_example(0)):
+        with pytest.raises(CorruptRecordError, match=r"record 0 of .* has no video\."):
+            read()
+
+
 # -- the dataset's own files ----------------------------------------------------------------------
 
 

@@ -140,12 +140,7 @@ class SplitExamples:
         CorruptRecordError naming the value, the video and the record."""
         where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
         values = example_values.Values.of(record, where, schema.SIZE_TABLES)
-        parsed = values.parsed
-        filename = values.take(schema.FILENAME)
-        missing = [name for name in schema.REQUIRED if not len(parsed.get(name, ()))]
-        if missing:
-            video = "" if filename is None else f" (video `{filename}`)"
-            raise CorruptRecordError(f"{where()}{video} has no {', '.join(missing)}.")
+        filename = _required(values)
         video_where = lambda: f"video `{filename}` ({where()})"
         values.where = video_where
         frames = values.take(schema.VIDEO)
@@ -177,9 +172,9 @@ class SplitExamples:
         where = lambda: f"{self.reader.where(index)}, split {self.split!r}"
         record = self.reader.read(index)
         values = example_values.Values.of(record, where)
+        _required(values)
         example = example_values.example_of(values, self.features)
-        if example.video is not None:
-            example.video = self._checked(index, record, values, example.video)
+        example.video = self._checked(index, record, values, example.video)
         return example
 
     def _checked(self, index: int, record, values: example_values.Values, frames):
@@ -264,3 +259,14 @@ class SplitExamples:
 
 
 _DTYPES = {"float": np.float64, "int": np.int64}
+
+
+def _required(values: example_values.Values) -> str:
+    """The record's filename, once it has every feature a dataset requires (`schema.REQUIRED`,
+    each with a value): else a CorruptRecordError naming what it lacks."""
+    filename = values.take(schema.FILENAME)
+    missing = [name for name in schema.REQUIRED if not len(values.parsed.get(name, ()))]
+    if missing:
+        video = "" if filename is None else f" (video `{filename}`)"
+        raise CorruptRecordError(f"{values.where()}{video} has no {', '.join(missing)}.")
+    return filename
