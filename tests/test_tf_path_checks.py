@@ -189,3 +189,53 @@ def test_an_unforged_dataset_reads_identically_on_both_paths(dataset):
     for name, example in expected.items():
         for key in ("video", "audio", "label", "labels"):
             np.testing.assert_array_equal(found[name][key], example[key], err_msg=key)
+
+
+@pytest.fixture(scope="module")
+def unannotated(tmp_path_factory):
+    """(its folder, its records) of `short.mp4` with audio, from a text manifest: no labels,
+    segments or captions stored."""
+    manual = tmp_path_factory.mktemp("manual_text")
+    videos.flashes_and_tones(manual / "short.mp4", num_frames=FRAMES, flashes=[3], audio_start=0)
+    (manual / "labels.txt").write_text("\n".join(CLASSES) + "\n")
+    (manual / "train.txt").write_text("short.mp4 y\n")
+    builder = tfds.builder(
+        "video_tfrecords", data_dir=str(tmp_path_factory.mktemp("data_text")),
+        config=VideoConfig(name="checks_text", num_workers=1, short_side=None, audio_rate=RATE),
+    )  # fmt: skip
+    builder.download_and_prepare(
+        download_config=tfds.download.DownloadConfig(manual_dir=str(manual))
+    )
+    folder = os.fspath(builder.data_path)
+    (shard,) = hostile.shards(folder)
+    return folder, hostile.records(shard)
+
+
+def timestamps_set_to(edit_times):
+    def edit(feature):
+        times = list(feature["timestamps"].float_list.value)
+        feature["timestamps"].float_list.value[:] = edit_times(times)
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "edit_times, source_words, tf_words",
+    [
+        (lambda t: t[:5] + [float("nan")] + t[6:], "its timestamps are not times",
+         "timestamps that are not times"),
+        (lambda t: t[:5] + [t[7]] + t[6:], "its timestamps are not times",
+         "timestamps that are not times"),
+        (lambda t: t[:-1], f"it has {FRAMES} frames but {FRAMES - 1} timestamps",
+         f"{FRAMES} frames but {FRAMES - 1} timestamps"),
+    ],
+    ids=["nan", "out_of_order", "one_short"],
+)  # fmt: skip
+def test_timestamps_that_time_the_audio_are_checked_on_both_paths_without_fps(
+    unannotated, tmp_path, edit_times, source_words, tf_words
+):
+    # With `audio` and no `fps` the frames' times only place the audio's window: a clip drawn
+    # from times that are not times must be refused there too, not cut from anywhere. (A
+    # dataset with labels or captions has them checked with those: this one has neither.)
+    folder = forged(unannotated, tmp_path, timestamps_set_to(edit_times))
+    refused_on_both_paths(folder, source_words, tf_words)

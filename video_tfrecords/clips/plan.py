@@ -110,10 +110,13 @@ def _times(ops, spec, frames, timestamps, source_fps):
 
 def _checked_times(ops, spec, frames, timestamps, source_fps, label, checks):
     """`_times`, once the stored values they come from are checked: as many timestamps as
-    frames, each finite, >= 0 and none before the one before it; or a frame rate > 0."""
+    frames, each finite, >= 0 and none before the one before it; or a frame rate > 0. With
+    `audio` and no `fps`, the stored timestamps (which place the audio) are checked all the
+    same, and None is returned."""
     if spec.fps is None:
+        if spec.audio and timestamps is not None:
+            _check_times(ops, frames, ops.f64(timestamps), label, checks)
         return None
-    length = ops.num_frames(frames)
     if timestamps is None and source_fps is not None:
         checks.append(
             ops.corrupt(
@@ -123,6 +126,13 @@ def _checked_times(ops, spec, frames, timestamps, source_fps, label, checks):
             )  # fmt: skip
         )
     times = ops.after(checks, lambda: _times(ops, spec, frames, timestamps, source_fps))
+    _check_times(ops, frames, times, label, checks)
+    return ops.after(checks, lambda: ops.identity(times))
+
+
+def _check_times(ops, frames, times, label, checks) -> None:
+    """Adds the checks of the frames' `times`: one a frame, each a time, in order."""
+    length = ops.num_frames(frames)
     checks.append(
         ops.corrupt(
             ops.size(times) == length,
@@ -137,7 +147,6 @@ def _checked_times(ops, spec, frames, timestamps, source_fps, label, checks):
                      "finite, >= 0, and none before the one before it)."),
         )  # fmt: skip
     )
-    return ops.after(checks, lambda: ops.identity(times))
 
 
 def checked_plan(
