@@ -30,19 +30,12 @@ SPAN = round((FRAMES - 1) / FPS * RATE)  # 14,720 samples from the first frame t
 CLIP = {"num_frames": 4, "stride": 2, "audio": True, "seed": 5, "crop_size": (32, 32)}
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    """(its folder, its records) of two videos with audio: `short.mp4` (label "y") and
-    `long.mp4` (labels "x" and "z")."""
-    manual = tmp_path_factory.mktemp("manual")
-    videos.flashes_and_tones(manual / "short.mp4", num_frames=FRAMES, flashes=[3], audio_start=0)
-    videos.flashes_and_tones(manual / "long.mp4", num_frames=40, flashes=[5], audio_start=0)
-    lines = [{"path": "short.mp4", "label": "y"}, {"path": "long.mp4", "labels": ["x", "z"]}]
+def built(tmp_path_factory, name: str, manual) -> tuple:
+    """(its folder, its records) of the dataset built from `manual` with audio at RATE."""
     (manual / "labels.txt").write_text("\n".join(CLASSES) + "\n")
-    (manual / "train.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     builder = tfds.builder(
-        "video_tfrecords", data_dir=str(tmp_path_factory.mktemp("data")),
-        config=VideoConfig(name="checks", num_workers=1, short_side=None, audio_rate=RATE),
+        "video_tfrecords", data_dir=str(tmp_path_factory.mktemp(f"data_{name}")),
+        config=VideoConfig(name=name, num_workers=1, short_side=None, audio_rate=RATE),
     )  # fmt: skip
     builder.download_and_prepare(
         download_config=tfds.download.DownloadConfig(manual_dir=str(manual))
@@ -51,6 +44,18 @@ def dataset(tmp_path_factory):
     folder = os.fspath(builder.data_path)
     (shard,) = hostile.shards(folder)
     return folder, hostile.records(shard)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """(its folder, its records) of two videos with audio: `short.mp4` (label "y") and
+    `long.mp4` (labels "x" and "z")."""
+    manual = tmp_path_factory.mktemp("manual")
+    videos.flashes_and_tones(manual / "short.mp4", num_frames=FRAMES, flashes=[3], audio_start=0)
+    videos.flashes_and_tones(manual / "long.mp4", num_frames=40, flashes=[5], audio_start=0)
+    lines = [{"path": "short.mp4", "label": "y"}, {"path": "long.mp4", "labels": ["x", "z"]}]
+    (manual / "train.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return built(tmp_path_factory, "checks", manual)
 
 
 def filename(record: bytes) -> str:
@@ -197,18 +202,8 @@ def unannotated(tmp_path_factory):
     segments or captions stored."""
     manual = tmp_path_factory.mktemp("manual_text")
     videos.flashes_and_tones(manual / "short.mp4", num_frames=FRAMES, flashes=[3], audio_start=0)
-    (manual / "labels.txt").write_text("\n".join(CLASSES) + "\n")
     (manual / "train.txt").write_text("short.mp4 y\n")
-    builder = tfds.builder(
-        "video_tfrecords", data_dir=str(tmp_path_factory.mktemp("data_text")),
-        config=VideoConfig(name="checks_text", num_workers=1, short_side=None, audio_rate=RATE),
-    )  # fmt: skip
-    builder.download_and_prepare(
-        download_config=tfds.download.DownloadConfig(manual_dir=str(manual))
-    )
-    folder = os.fspath(builder.data_path)
-    (shard,) = hostile.shards(folder)
-    return folder, hostile.records(shard)
+    return built(tmp_path_factory, "checks_text", manual)
 
 
 def timestamps_set_to(edit_times):
