@@ -120,7 +120,7 @@ def breakdown_child(data_dir, num_frames, stride, rounds, cpu, connection):
         start = time.process_time()
         limit(epoch)
         limit_ms = 1000 * (time.process_time() - start) / epoch
-        again = timed(next(iterator) for _ in range(max(1, epoch // batch)))
+        again = timed(next(iterator) for _ in range(max(6, epoch // batch)))  # (--quick: 2)
         first = iter(new_pipeline(data_dir, num_frames, stride, seed=turn + 1, num_epochs=1))
         next(first)  # tracing, start-up, the first batch: not timed
         first = timed(first)
@@ -152,6 +152,8 @@ def report(data_dir, num_frames, stride, rounds, cpu) -> None:
     print("\n".join(table(["part", *kinds, "limit"], rows)))
     held = median([sum(r.values()) - r["jpeg"] - r["tf_data"] for r in results["re-reads"]])
     read = median([sum(r.values()) - r["tf_data"] for r in results["re-reads"]])
+    if held <= 0:  # every read ran before the timers started (prefetched: a --quick epoch)
+        return print("GIL held per clip: not measured (no read was timed)")
     print(
         f"GIL held per clip {held:.2f} ms of {read:.2f} ms read thread time (re-reads; the "
         f"decoder releases it): at most {read / held:.0f} cores' worth of clips at once"
