@@ -22,8 +22,8 @@ from video_tfrecords.records.example_parser import ByteValues, parse_example
 from video_tfrecords.util.errors import CorruptRecordError
 
 __all__ = [
-    "MAX_RATE", "Values", "check_audio", "check_covers", "check_label", "check_times",
-    "covers_frames", "example_of", "frames_span", "kind_of", "pcm_view", "scalars",
+    "MAX_RATE", "Values", "audio_channels", "check_audio", "check_covers", "check_label",
+    "check_times", "covers_frames", "example_of", "frames_span", "kind_of", "pcm_view", "scalars",
 ]  # fmt: skip
 
 MAX_RATE = 1_000_000  # per second: above any frame rate the build stores and any sample rate
@@ -142,13 +142,19 @@ class Values:
         return height, width
 
 
+def audio_channels(features: dict) -> int | None:
+    """The channels of a dataset's stored audio, from its `features` (name ->
+    `dataset_files.Feature`; audio is [samples, channels]); None if it stores none."""
+    audio = features.get(schema.AUDIO)
+    return int(audio.shape[1]) if audio is not None and len(audio.shape or ()) == 2 else None
+
+
 def example_of(values: Values, features: dict | None = None) -> schema.Example:
     """The record as a `schema.Example`: each declared field it stores, taken checked
     (`Values.take`); a Sequence of fields as a dict of lists, a tensor stored as bytes as its
     array (audio: int16 [samples, channels], the channels of the dataset's `features`, name ->
     `dataset_files.Feature`)."""
-    audio = (features or {}).get(schema.AUDIO)
-    audio_channels = int(audio.shape[1]) if audio and len(audio.shape or ()) == 2 else 1
+    channels = audio_channels(features or {}) or 1
     found = {}
     for field in schema.declared():
         kind, encoded = field.metadata["kind"], field.metadata["encoded"]
@@ -163,7 +169,7 @@ def example_of(values: Values, features: dict | None = None) -> schema.Example:
         if value is not None and encoded is not None:
             try:
                 if field.name == schema.AUDIO:
-                    value = pcm_view(value, audio_channels)
+                    value = pcm_view(value, channels)
                 elif len(value) % np.dtype(encoded).itemsize:
                     raise ValueError(
                         f"its {field.name} is {len(value)} bytes, not {encoded} values"

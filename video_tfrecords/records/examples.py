@@ -90,14 +90,14 @@ class SplitExamples:
 
     def audio_channels(self) -> int:
         """The stored audio's channels; an error naming the dataset if it stores none."""
-        feature = self.features.get(schema.AUDIO)
-        if feature is None or not feature.shape or len(feature.shape) != 2:
+        channels = example_values.audio_channels(self.features)
+        if channels is None:
             raise ValueError(
                 f"audio=True, but {self.dataset_dir} stores no audio: build it with "
                 "VideoConfig(audio_rate=16000) (any rate), e.g. --config "
                 '\'{"name": "av", "audio_rate": 16000}\'.'
             )
-        return int(feature.shape[1])
+        return channels
 
     def audio_rate(self, index: int) -> int | None:
         """Samples per second of record `index`'s audio (one rate per dataset), checked."""
