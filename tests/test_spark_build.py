@@ -5,6 +5,7 @@ array_record; a worker killed mid-video and a job killed mid-way change nothing 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import pickle
@@ -219,18 +220,6 @@ def test_array_record_build_has_the_same_examples(manual, plain_array_record, sp
     assert source[0]["video"].shape[0] == 2
 
 
-def python_workers() -> list[psutil.Process]:
-    """Spark's Python workers: the Python processes under this one (the JVM's children)."""
-    found = []
-    for process in psutil.Process().children(recursive=True):
-        try:
-            if "python" in process.name():
-                found.append(process)
-        except psutil.Error:
-            continue
-    return found
-
-
 def has_open(process: psutil.Process, path: str) -> bool:
     try:
         return any(f.path == path for f in process.open_files())
@@ -239,8 +228,7 @@ def has_open(process: psutil.Process, path: str) -> bool:
 
 
 def big_video_entry(manual, data_dir) -> epath.Path:
-    """The folder the build's encoding cache gives the big video, known before the build: the
-    watcher sees its entry from the first segment on."""
+    """The folder the build's encoding cache gives the big video, known before the build."""
     builder = tfds.builder("video_tfrecords", data_dir=str(data_dir), config=VideoConfig(**CONFIG))
     tasks = BuildRun(builder.info, builder.builder_config).encoding_tasks(
         manual, data_dir / "downloads"
@@ -249,26 +237,77 @@ def big_video_entry(manual, data_dir) -> epath.Path:
     return cache.Cache(task.cache_root).folder(encoding.cache_key(task))
 
 
-def test_a_worker_killed_mid_video_leaves_each_video_once(manual, plain, spark, tmp_path):
-    """SIGKILL the Python worker encoding the big video: Spark retries its task, which reads
-    back what its group had finished and encodes the rest.
+PAUSE_AT = 2  # segments of the big video written when its first attempt's worker is killed
 
-    The big video is caught by its cache entry (its folder known up front), under way from
-    its first segment until its done.json: its whole encoding (50 segments) is the window.
-    The workers are then stopped (SIGSTOP), so that nothing moves while the entry is checked
-    again and the one that has the video open is found and killed; the others go on. Under a
-    loaded machine (the whole suite on two cores) the catch was seen to miss; a build whose
-    big video was not caught is run again, from scratch, up to three times."""
-    looks = []  # each build's segment counts at the watcher's looks: why a catch missed
-    for attempt in range(3):
-        data_dir = tmp_path / f"spark{attempt}"
-        killed, big, seen = build_killing_the_big_video(manual, spark, data_dir)
-        looks.append(seen)
-        if killed:
-            break
-    assert len(killed) == 1, f"the big video was never caught being encoded: {looks}"
-    (_, segments, finished_then) = killed[0]
-    assert 0 < segments < 50, segments  # killed mid-video
+
+def encode_group_pausing(items, attempt, *, big_key: str, pause_file: str):
+    """`grouped.encode_group` as a Spark worker runs it, but a first attempt's worker stops
+    for good once the big video's entry holds PAUSE_AT segments: it writes its pid to
+    `pause_file` and sleeps until the test kills it. The kill then comes mid-video at a known
+    point however loaded the machine is (watching the cache from outside missed the whole
+    encoding in CI runs under the full suite). Runs in the worker (pickled by value), so the
+    patch of `EntryWriter.add` is the worker's own."""
+    write = cache.EntryWriter.add
+
+    def add(writer, part):
+        write(writer, part)
+        if attempt == 0 and writer.folder.name == big_key and len(writer.files) == PAUSE_AT:
+            partial = epath.Path(pause_file + ".partial")
+            partial.write_text(str(os.getpid()))
+            partial.rename(pause_file)
+            time.sleep(300)  # killed here; the test fails on the timeout if not
+
+    cache.EntryWriter.add = add
+    try:
+        return grouped.encode_group(items, attempt)
+    finally:
+        cache.EntryWriter.add = write
+
+
+def test_a_worker_killed_mid_video_leaves_each_video_once(
+    manual, plain, spark, tmp_path, monkeypatch
+):
+    """SIGKILL the Python worker encoding the big video, mid-video: Spark retries its task,
+    which reads back what its group had finished and encodes the rest."""
+    data_dir = tmp_path / "spark"
+    big = big_video_entry(manual, data_dir)
+    pause_file = tmp_path / "paused"
+    monkeypatch.setattr(
+        grouped,
+        "encode_group",
+        functools.partial(encode_group_pausing, big_key=big.name, pause_file=str(pause_file)),
+    )
+    killed, errors, finished = [], [], threading.Event()
+
+    def kill_the_paused_worker():
+        try:
+            while not finished.is_set() and not pause_file.exists():
+                time.sleep(0.01)
+            if pause_file.exists():
+                worker = psutil.Process(int(pause_file.read_text()))
+                killed.append(
+                    (len(list(big.glob("*.pickle"))), cache_entries(data_dir),
+                     has_open(worker, str(manual / BIG)))
+                )  # fmt: skip
+                worker.send_signal(signal.SIGKILL)
+        except (OSError, ValueError, psutil.Error) as error:  # the test fails on it
+            errors.append(error)
+
+    watcher = threading.Thread(target=kill_the_paused_worker, daemon=True)
+    watcher.start()
+    try:
+        with pickled_by_value(sys.modules[__name__]):
+            spark_build.build(
+                spark, str(manual), str(data_dir), VideoConfig(**CONFIG),
+                download_config=download_config(),
+            )  # fmt: skip
+    finally:
+        finished.set()
+        watcher.join(timeout=10)
+    assert not errors, errors
+    assert len(killed) == 1, "the big video's worker never paused"
+    (segments, finished_then, had_it_open) = killed[0]
+    assert segments == PAUSE_AT and had_it_open  # killed mid-video, the worker encoding it
     assert_same_dataset(data_dir, plain)
     after = cache_entries(data_dir)
     # No entry finished before the kill was encoded again (the retry read back its group's);
@@ -278,58 +317,16 @@ def test_a_worker_killed_mid_video_leaves_each_video_once(manual, plain, spark, 
     assert len(list(big.glob("*.pickle"))) == 50
 
 
-def build_killing_the_big_video(manual, spark, data_dir) -> tuple[list, epath.Path, list]:
-    """A Spark build into `data_dir` whose worker encoding the big video is SIGKILLed once
-    caught mid-video: ([(pid, segments written, entries finished then)] or [], its entry,
-    the segments written at each look)."""
-    entries = data_dir / "downloads" / "video_tfrecords_cache" / NAME
-    big = big_video_entry(manual, data_dir)
-    assert not entries.exists()  # finding the key encoded nothing
-    killed, finished, seen = [], threading.Event(), []  # seen: segments at each look
+@contextlib.contextmanager
+def pickled_by_value(module):
+    """Spark pickles the functions of `module` whole meanwhile: its workers cannot import it."""
+    from pyspark import cloudpickle
 
-    def under_way() -> int:
-        """Segments of the big video written so far, 0 if none yet or already done."""
-        if (big / "done.json").exists():
-            return 0
-        return sum(1 for _ in big.glob("*.pickle"))
-
-    def kill_when_encoding():
-        polls = 0
-        while not killed and not finished.is_set():
-            polls += 1
-            if polls % 16 == 1:  # workers at the lowest priority: the watcher runs first, and
-                for worker in python_workers():  # the video's encoding is longer, on a busy
-                    with contextlib.suppress(psutil.Error):  # machine (forks inherit it)
-                        worker.nice(19)
-            if under_way():
-                workers = python_workers()
-                for worker in workers:
-                    worker.send_signal(signal.SIGSTOP)
-                segments = under_way()  # nothing moves now
-                finished_then = cache_entries(data_dir)
-                seen.append(segments)
-                for worker in workers:
-                    if 0 < segments < 50 and has_open(worker, str(manual / BIG)):
-                        worker.send_signal(signal.SIGKILL)
-                        killed.append((worker.pid, segments, finished_then))
-                for worker in workers:
-                    worker.send_signal(signal.SIGCONT)
-            time.sleep(0.001)
-
-    watcher = threading.Thread(target=kill_when_encoding, daemon=True)
-    watcher.start()
+    cloudpickle.register_pickle_by_value(module)
     try:
-        spark_build.build(
-            spark,
-            str(manual),
-            str(data_dir),
-            VideoConfig(**CONFIG),
-            download_config=download_config(),
-        )
+        yield
     finally:
-        finished.set()
-        watcher.join(timeout=10)
-    return killed, big, seen
+        cloudpickle.unregister_pickle_by_value(module)
 
 
 def cache_entries(data_dir) -> dict[str, int]:
