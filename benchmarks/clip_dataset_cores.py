@@ -42,25 +42,25 @@ def pipeline_child(kind, data_dir, num_frames, stride, batches, cpus, connection
     connection.send((cpu, clips / (time.perf_counter() - wall)))
 
 
-def report(data_dir, num_frames, stride, batches) -> None:
-    """Prints the scaling and the new user's comparison."""
+def report(data_dir, num_frames, stride, batches, rounds: int = 3) -> None:
+    """Prints the scaling and the new user's comparison, each the median of `rounds`."""
     pin(range(os.cpu_count()))
     cpus = sorted(os.sched_getaffinity(0))
     run, args = partial(in_child, pipeline_child), (data_dir, num_frames, stride, batches)
     one, both = "one core", f"{len(cpus)} cores"
     rates = {one: [], both: []}
-    for _ in range(3):
+    for _ in range(rounds):
         for name, on in ((one, cpus[-1:]), (both, cpus)):
             rates[name].append(run("unseeded", *args, set(on))[1])
-    print(f"\nScaling, {num_frames}-frame clips, unseeded, clips/s of wall time (median of 3): "
+    print(f"\nScaling, {num_frames}-frame clips, unseeded, clips/s of wall time (median of {rounds}): "
           f"{one} {median(rates[one]):.1f}, {both} {median(rates[both]):.1f}: "
           f"{ratio(rates[both], rates[one])}x")  # fmt: skip
     # each alone on the machine in turn, on every core
-    user = interleave({kind: partial(run, kind, *args, None) for kind in ("old", "new")}, 3)
+    user = interleave({kind: partial(run, kind, *args, None) for kind in ("old", "new")}, rounds)
     cpu = {kind: [ms for ms, _ in results] for kind, results in user.items()}
     rate = {kind: [per_second for _, per_second in results] for kind, results in user.items()}
     print(f"As a new user runs it ({num_frames} frames, every core, default settings, median "
-          f"of 3): CPU ms per clip, old TF path {median(cpu['old']):.2f}, clip_dataset "
+          f"of {rounds}): CPU ms per clip, old TF path {median(cpu['old']):.2f}, clip_dataset "
           f"{median(cpu['new']):.2f}: {ratio(cpu['old'], cpu['new'])}x less; clips/s "
           f"{median(rate['old']):.1f} vs {median(rate['new']):.1f}: "
           f"{ratio(rate['new'], rate['old'])}x")  # fmt: skip

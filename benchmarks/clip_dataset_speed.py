@@ -216,7 +216,7 @@ def per_core(data_dir, num_frames, stride, rounds, clips) -> dict[str, list[floa
 
 
 def main():
-    parser = arguments(__doc__, "clip_dataset", rounds=9, quick_rounds=3, cpu=False)
+    parser = arguments(__doc__, "clip_dataset", rounds=9, quick_rounds=1, cpu=False)
     parser.add_argument("--manual_dir", help="your videos instead: a folder with train.txt")
     parser.add_argument("--real", action="store_true", help="real footage (bikes.mp4 windows)")
     parser.add_argument("--breakdown", action="store_true", help="only where a clip's time goes")
@@ -249,7 +249,7 @@ def main():
         "first reads / limit", "re-reads / old", "first reads / old",
     ], rows)))  # fmt: skip
     clip_breakdown.report(data_dir, LENGTHS[0], STRIDE, args.rounds, one_cpu())
-    clip_dataset_cores.report(data_dir, LENGTHS[0], STRIDE, batches)
+    clip_dataset_cores.report(data_dir, LENGTHS[0], STRIDE, batches, 1 if args.quick else 3)
 
 
 if __name__ == "__main__":

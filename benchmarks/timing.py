@@ -37,7 +37,7 @@ class Arguments(argparse.ArgumentParser):
 
 
 def arguments(
-    doc: str, out: str | None = None, rounds: int | None = None, quick_rounds: int = 2,
+    doc: str, out: str | None = None, rounds: int | None = None, quick_rounds: int = 1,
     quick_folder: bool = False, cpu: bool = True,
 ) -> Arguments:
     """A benchmark's command line: its docstring's first line, --quick; given `out`, --out
