@@ -54,8 +54,8 @@ def _checked_length(ops, spec, rate, source_fps):
     MAX_WINDOW_SAMPLES (CorruptRecordError; ValueError when `spec.fps` asks for that)."""
     checks = [
         ops.corrupt(ops.valid_rate(rate), lambda: ("The stored audio_rate ", rate,
-                                                    " is not a rate."))  # fmt: skip
-    ]
+                                                    " is not a rate."))
+    ]  # fmt: skip
     if spec.fps is None and source_fps is not None:
         checks.append(
             ops.corrupt(ops.valid_rate(source_fps),
@@ -67,8 +67,8 @@ def _checked_length(ops, spec, rate, source_fps):
     checks.append(
         check(within, lambda: ("A clip's audio window would be ", length, " samples (",
                                spec.num_frames * spec.stride, " frame periods of ", rate,
-                               f" samples/s): more than {MAX_WINDOW_SAMPLES}."))  # fmt: skip
-    )
+                               f" samples/s): more than {MAX_WINDOW_SAMPLES}."))
+    )  # fmt: skip
     return ops.after(checks, lambda: ops.identity(length))
 
 

@@ -123,8 +123,8 @@ def _checked_times(ops, spec, frames, timestamps, source_fps, label, checks):
                 ops.valid_rate(source_fps),
                 lambda: ("Video ", *label(), " has a stored frame rate of ", source_fps,
                          ": not a frame rate."),
-            )  # fmt: skip
-        )
+            )
+        )  # fmt: skip
     times = ops.after(checks, lambda: _times(ops, spec, frames, timestamps, source_fps))
     _check_times(ops, frames, times, label, checks)
     return ops.after(checks, lambda: ops.identity(times))
@@ -138,15 +138,15 @@ def _check_times(ops, frames, times, label, checks) -> None:
             ops.size(times) == length,
             lambda: ("Video ", *label(), " has ", length, " frames but ", ops.size(times),
                      " timestamps."),
-        )  # fmt: skip
-    )
+        )
+    )  # fmt: skip
     checks.append(
         ops.corrupt(
             ops.valid_times(times),
-            lambda: ("Video ", *label(), " has timestamps that are not times (each must be "
-                     "finite, >= 0, and none before the one before it)."),
-        )  # fmt: skip
-    )
+            lambda: ("Video ", *label(), (" has timestamps that are not times (each must be "
+                                          "finite, >= 0, and none before the one before it).")),
+        )
+    )  # fmt: skip
 
 
 def checked_plan(

@@ -75,10 +75,10 @@ def _check_short_side(short_side) -> int | tuple[int, int] | None:
     """None, a positive int, or an inclusive (min, max) range (a one-value range becomes an int)."""
     if short_side is None or is_int(short_side):
         return None if short_side is None else check_positive_int("short_side", short_side)
-    if isinstance(short_side, (tuple, list)) and len(short_side) == 2:
-        if all(map(is_int, short_side)) and 0 < short_side[0] <= short_side[1]:
-            lo, hi = int(short_side[0]), int(short_side[1])
-            return (lo, hi) if lo < hi else lo
+    pair = isinstance(short_side, (tuple, list)) and len(short_side) == 2
+    if pair and all(map(is_int, short_side)) and 0 < short_side[0] <= short_side[1]:
+        lo, hi = int(short_side[0]), int(short_side[1])
+        return (lo, hi) if lo < hi else lo
     raise ValueError(
         "short_side must be None, a positive int or a (min, max) tuple of ints with "
         f"0 < min <= max, got {short_side!r}."

@@ -22,7 +22,7 @@ def human_bytes(size: float) -> str:
 
 def duration(seconds: float) -> str:
     """75 -> '1 min 15 s', 5400 -> '1 h 30 min', for messages."""
-    seconds = max(int(round(seconds)), 0)
+    seconds = max(round(float(seconds)), 0)
     hours, rest = divmod(seconds, 3600)
     minutes, seconds = divmod(rest, 60)
     if hours:
