@@ -234,9 +234,14 @@ def test_gif_and_mp4_have_the_clips_frames(builder, tmp_path):
             decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
         assert len(decoded) == 5, name
         for example in range(3):
-            for t, frame in enumerate(reference[example]["video"]):
-                _, difference = find(decoded[t], frame)
-                assert 10 * np.log10(255**2 / max(difference, 1e-9)) > 30, (name, example, t)
+            frames = reference[example]["video"]
+            for t in range(len(frames)):
+                # PSNR of each of the clip's frames where it best matches the animation's
+                # frame t: its own frame 29.7-35 dB here (H.264's encode of these 40 px tiles
+                # varies between runs, and CI saw 29.7 where this machine sees 30.1), any
+                # other frame at most 21.6 dB: t's own must be well above and the best.
+                psnrs = [10 * np.log10(255**2 / max(find(decoded[t], f)[1], 1e-9)) for f in frames]
+                assert psnrs[t] > 27 and psnrs[t] == max(psnrs), (name, example, t, psnrs)
 
 
 def test_an_audio_tile_has_a_waveform_strip_loud_only_for_the_loud_video(builder, tmp_path):
