@@ -42,7 +42,7 @@ def pipeline_child(kind, data_dir, num_frames, stride, batches, cpus, connection
     connection.send((cpu, clips / (time.perf_counter() - wall)))
 
 
-def report(data_dir, num_frames, stride, batches, rounds: int = 3) -> None:
+def report(data_dir, num_frames, stride, batches, rounds: int) -> None:
     """Prints the scaling and the new user's comparison, each the median of `rounds`."""
     pin(range(os.cpu_count()))
     cpus = sorted(os.sched_getaffinity(0))

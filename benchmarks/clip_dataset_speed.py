@@ -249,7 +249,7 @@ def main():
         "first reads / limit", "re-reads / old", "first reads / old",
     ], rows)))  # fmt: skip
     clip_breakdown.report(data_dir, LENGTHS[0], STRIDE, args.rounds, one_cpu())
-    clip_dataset_cores.report(data_dir, LENGTHS[0], STRIDE, batches, 1 if args.quick else 3)
+    clip_dataset_cores.report(data_dir, LENGTHS[0], STRIDE, batches, min(args.rounds, 3))
 
 
 if __name__ == "__main__":
